@@ -1,0 +1,135 @@
+"""SPEC §3 — the network applied to a (d, n) map: attention, encoder, projector."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass(frozen=True)
+class Regime:
+    """Layer sizes and decorrelation weight of one size regime (SPEC §3 table)."""
+
+    name: str
+    d_e: int
+    d_h: int
+    d_p: int
+    d_z: int
+    decorrelation_weight: float
+
+
+REGIMES: dict[str, Regime] = {
+    "small": Regime("small", d_e=16, d_h=512, d_p=128, d_z=16, decorrelation_weight=0.20),
+    "large": Regime("large", d_e=64, d_h=1440, d_p=2048, d_z=32, decorrelation_weight=0.40),
+}
+
+
+def select_regime(n_samples: int, regime: str = "auto", threshold: int = 1000) -> Regime:
+    """The size regime for ``n_samples``: ``small`` below ``threshold``, else ``large``.
+
+    ``regime`` may force ``"small"`` or ``"large"``; ``"auto"`` decides from n.
+    """
+    if regime == "auto":
+        return REGIMES["small" if n_samples < threshold else "large"]
+    if regime not in REGIMES:
+        raise ValueError(f"training.regime must be 'auto', 'small' or 'large', got {regime!r}")
+    return REGIMES[regime]
+
+
+class FeatureAttention(nn.Module):
+    """Single-head self-attention across the d feature rows, embed dim n.
+
+    Same parameters and maths as ``nn.MultiheadAttention(n, 1)`` (its state
+    dict loads here), but never materializes the d x d weights: it uses fused
+    scaled-dot-product attention, or, with ``chunk_size``, processes the
+    queries in blocks of that many rows so memory stays ``chunk_size x d``.
+    """
+
+    def __init__(self, embed_dim: int, chunk_size: int | None = None) -> None:
+        super().__init__()
+        if chunk_size is not None and chunk_size < 1:
+            raise ValueError(f"attention chunk_size must be >= 1 or None, got {chunk_size}")
+        self.embed_dim = embed_dim
+        self.chunk_size = chunk_size
+        self.in_proj_weight = nn.Parameter(torch.empty(3 * embed_dim, embed_dim))
+        self.in_proj_bias = nn.Parameter(torch.empty(3 * embed_dim))
+        self.out_proj = nn.Linear(embed_dim, embed_dim)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # nn.MultiheadAttention's initialization, so both start from the same law.
+        nn.init.xavier_uniform_(self.in_proj_weight)
+        nn.init.zeros_(self.in_proj_bias)
+        nn.init.zeros_(self.out_proj.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x: (d, n) -> (d, n)."""
+        q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        if self.chunk_size is None or self.chunk_size >= x.shape[0]:
+            out = F.scaled_dot_product_attention(q[None], k[None], v[None])[0]
+        else:
+            scale = 1.0 / math.sqrt(self.embed_dim)
+            out = torch.cat(
+                [
+                    torch.softmax((q_block @ k.T) * scale, dim=-1) @ v
+                    for q_block in q.split(self.chunk_size, dim=0)
+                ]
+            )
+        return self.out_proj(out)
+
+
+class ICLFSNetwork(nn.Module):
+    """Attention -> encoder (H, d_h) -> projector (Z, d_z), applied row-wise.
+
+    Args:
+        n_samples: n, the length of each feature row (attention embed dim).
+        regime: layer sizes.
+        dropout: encoder dropout probability.
+        leaky_slope: LeakyReLU negative slope in the encoder.
+        bn_momentum, bn_eps: BatchNorm1d settings of every BN layer.
+        use_attention: False drops the attention block (ablation WLDA).
+        attention_chunk_size: see :class:`FeatureAttention`.
+    """
+
+    def __init__(
+        self,
+        n_samples: int,
+        regime: Regime,
+        *,
+        dropout: float = 0.1,
+        leaky_slope: float = 0.2,
+        bn_momentum: float = 0.01,
+        bn_eps: float = 1e-5,
+        use_attention: bool = True,
+        attention_chunk_size: int | None = None,
+    ) -> None:
+        super().__init__()
+        bn = {"momentum": bn_momentum, "eps": bn_eps}
+        self.attention = FeatureAttention(n_samples, attention_chunk_size) if use_attention else None
+        self.encoder = nn.Sequential(
+            nn.Linear(n_samples, regime.d_e),
+            nn.BatchNorm1d(regime.d_e, **bn),
+            nn.LeakyReLU(leaky_slope),
+            nn.Dropout(dropout),
+            nn.Linear(regime.d_e, regime.d_h),
+        )
+        self.project_in = nn.Sequential(
+            nn.Linear(regime.d_h, regime.d_p), nn.BatchNorm1d(regime.d_p, **bn), nn.ReLU()
+        )
+        self.project_mid = nn.Sequential(
+            nn.Linear(regime.d_p, regime.d_p), nn.BatchNorm1d(regime.d_p, **bn), nn.ReLU()
+        )
+        self.project_out = nn.Linear(regime.d_p, regime.d_z)
+
+    def forward(self, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """v: (d, n) -> (H of shape (d, d_h), Z of shape (d, d_z))."""
+        if self.attention is not None:
+            v = self.attention(v)
+        h = self.encoder(v)
+        u1 = self.project_in(h)
+        u2 = self.project_mid(u1)
+        return h, self.project_out(u1 + u2)

@@ -1,0 +1,7 @@
+"""Kedro datasets of the iclfs project (referenced from ``conf/*/catalog.yml``)."""
+
+from .feature_table_dataset import FeatureTableDataset
+from .numpy_dataset import NumpyDataset
+from .synthetic_dataset import SyntheticDataset
+
+__all__ = ["FeatureTableDataset", "NumpyDataset", "SyntheticDataset"]

@@ -1,0 +1,60 @@
+"""Project hooks.
+
+:class:`MlflowArtifactHook` logs a saved catalog artifact to the active MLflow
+run when its catalog entry asks for it with::
+
+    metadata:
+      mlflow_artifact_path: plots   # folder inside the run's artifacts ("" for the root)
+
+It logs the exact version file the run just wrote. It replaces
+``kedro_mlflow``'s ``MlflowArtifactDataset`` wrapper, which gives the wrapped
+dataset a save version of its own and so cannot wrap a versioned dataset.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import mlflow
+from kedro.framework.hooks import hook_impl
+from kedro.io import AbstractVersionedDataset
+
+LOGGER = logging.getLogger(__name__)
+METADATA_KEY = "mlflow_artifact_path"
+
+
+def saved_path(dataset: Any) -> Path | None:
+    """The local file a dataset's latest save wrote, or None if it has no file."""
+    filepath = getattr(dataset, "_filepath", None)
+    if filepath is None:
+        return None
+    if isinstance(dataset, AbstractVersionedDataset) and dataset._version is not None:
+        return Path(str(dataset._get_versioned_path(dataset.resolve_save_version())))
+    return Path(str(filepath))
+
+
+class MlflowArtifactHook:
+    """Log catalog artifacts marked with ``metadata.mlflow_artifact_path``."""
+
+    def __init__(self) -> None:
+        self._catalog = None
+
+    @hook_impl
+    def after_catalog_created(self, catalog: Any) -> None:
+        self._catalog = catalog
+
+    @hook_impl
+    def after_dataset_saved(self, dataset_name: str, data: Any, node: Any) -> None:
+        if self._catalog is None or mlflow.active_run() is None:
+            return
+        dataset = self._catalog.get(dataset_name)
+        metadata = getattr(dataset, "metadata", None) or {}
+        if METADATA_KEY not in metadata:
+            return
+        path = saved_path(dataset)
+        if path is None or not path.exists():
+            LOGGER.warning("Not logging %s to MLflow: no local file found (%s)", dataset_name, path)
+            return
+        mlflow.log_artifact(str(path), artifact_path=metadata[METADATA_KEY] or None)

@@ -1,0 +1,1 @@
+"""One Kedro pipeline per ICLFS stage; each node is a thin adapter over :mod:`iclfs.core`."""

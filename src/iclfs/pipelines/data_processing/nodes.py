@@ -1,0 +1,32 @@
+"""Load, validate, standardize and invert (SPEC §1)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from iclfs.core.preprocessing import FeatureTable, invert, prepare
+
+
+def prepare_data(raw_data: FeatureTable, lgrc: dict) -> tuple[np.ndarray, dict, list[str], dict]:
+    """Validate the raw table and standardize it.
+
+    Every check of the run's input happens here, in the first node, so a bad
+    input stops the run before any artifact is written.
+
+    Returns:
+        standardized_data: (n_samples, n_features) float32 z-scores.
+        labels: ``{"classes": [...], "codes": [...]}``; both empty without labels.
+        feature_names: one name per column.
+        ground_truth: ``{"informative_features": [...] or None}`` (synthetic data only).
+    """
+    prepared = prepare(raw_data, min_features=min(lgrc["k_values"]))
+    labels = {"classes": [], "codes": []}
+    if prepared.labels is not None:
+        labels = {"classes": prepared.classes, "codes": prepared.labels.tolist()}
+    ground_truth = {"informative_features": prepared.informative_features, **raw_data.metadata}
+    return prepared.standardized, labels, prepared.feature_names, ground_truth
+
+
+def invert_data(standardized_data: np.ndarray) -> np.ndarray:
+    """The inverted map A (n_features x n_samples): one training instance per feature."""
+    return invert(standardized_data)

@@ -1,0 +1,17 @@
+from kedro.pipeline import Node, Pipeline
+
+from .nodes import invert_data, prepare_data
+
+
+def create_pipeline(**kwargs) -> Pipeline:
+    return Pipeline(
+        [
+            Node(
+                prepare_data,
+                inputs=["raw_data", "params:lgrc"],
+                outputs=["standardized_data", "labels", "feature_names", "ground_truth"],
+                name="prepare_data",
+            ),
+            Node(invert_data, inputs="standardized_data", outputs="inverted_data", name="invert_data"),
+        ]
+    )

@@ -1,0 +1,20 @@
+from kedro.pipeline import Node, Pipeline
+
+from .nodes import evaluate_selection, plot_accuracy_vs_k, summarize_evaluation
+
+
+def create_pipeline(**kwargs) -> Pipeline:
+    return Pipeline(
+        [
+            Node(
+                evaluate_selection,
+                inputs=["standardized_data", "labels", "selected_features", "ground_truth",
+                        "params:evaluation", "params:seed"],
+                outputs="evaluation_table",
+                name="evaluate_selection",
+            ),
+            Node(summarize_evaluation, inputs="evaluation_table",
+                 outputs=["evaluation_summary", "evaluation_metrics"], name="summarize_evaluation"),
+            Node(plot_accuracy_vs_k, inputs="evaluation_table", outputs="accuracy_vs_k", name="plot_accuracy_vs_k"),
+        ]
+    )

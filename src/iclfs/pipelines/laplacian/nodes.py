@@ -1,0 +1,19 @@
+"""Laplacian score of every feature (SPEC §6)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from iclfs.core.laplacian import laplacian_scores
+
+
+def compute_laplacian_scores(standardized_data: np.ndarray, feature_names: list[str], laplacian: dict) -> pd.DataFrame:
+    """One row per feature: index, name and Laplacian score (+inf for flat features)."""
+    return pd.DataFrame(
+        {
+            "feature_index": np.arange(len(feature_names)),
+            "feature_name": feature_names,
+            "laplacian_score": laplacian_scores(standardized_data, n_neighbors=int(laplacian["n_neighbors"])),
+        }
+    )

@@ -1,0 +1,13 @@
+"""Kedro project settings."""
+
+from kedro.config import OmegaConfigLoader
+
+from iclfs.hooks import MlflowArtifactHook
+
+HOOKS = (MlflowArtifactHook(),)
+
+CONFIG_LOADER_CLASS = OmegaConfigLoader
+CONFIG_LOADER_ARGS = {
+    "base_env": "base",
+    "default_run_env": "local",
+}
