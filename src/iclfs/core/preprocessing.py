@@ -64,7 +64,9 @@ def as_numeric_matrix(X: object, source: str = "data") -> np.ndarray:
                 f"{source}: {len(bad)} column(s) are not numeric: {shown}{more}. "
                 "Drop them or encode them as numbers before feature selection."
             )
-        X = X.to_numpy()
+        # Explicit dtype: mixed bool/nullable-int frames would otherwise come out
+        # as object arrays, and pd.NA must become NaN for the finiteness check.
+        X = X.to_numpy(dtype=np.float64, na_value=np.nan)
     arr = np.asarray(X)
     if arr.dtype.kind not in "biuf":
         raise DataValidationError(
@@ -163,9 +165,16 @@ def encode_labels(y: object, n_samples: int, source: str = "data") -> tuple[np.n
             f"{source}: {arr.shape[0]} label(s) for {n_samples} sample(s); "
             "labels must have one entry per row of the data matrix."
         )
-    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+    if arr.dtype.kind == "f":
+        missing = ~np.isfinite(arr)
+    elif arr.dtype.kind == "O":
+        missing = np.array([v is None or (isinstance(v, float) and not np.isfinite(v)) for v in arr], dtype=bool)
+    else:
+        missing = np.zeros(arr.shape, dtype=bool)
+    if missing.any():
         raise DataValidationError(
-            f"{source}: labels contain {int((~np.isfinite(arr)).sum())} NaN/Inf value(s)."
+            f"{source}: {int(missing.sum())} label(s) are missing (None/NaN/Inf), first at row "
+            f"{int(np.argmax(missing))}. Drop those samples or the labels."
         )
     classes, codes = np.unique(arr, return_inverse=True)
     if len(classes) < 2:

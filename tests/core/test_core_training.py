@@ -1,0 +1,204 @@
+"""SPEC §4: the two training schedules and the training loop."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from iclfs.core.training import (
+    TrainingConfig,
+    build_model,
+    embed,
+    fast_step,
+    paper_step,
+    resolve_device,
+    train,
+)
+from iclfs.core.views import ViewConfig, generate_views
+
+TAU = 0.05
+
+
+def dense_objective(model, A, views, tau, lam):
+    """SPEC §4 step loss written densely: sum_m (L_con(m)/4 + lam L_dec)."""
+    _, za = model(A)
+    _, zn = model(views.negative)
+    a = za / za.norm(dim=1, keepdim=True)
+    ng = zn / zn.norm(dim=1, keepdim=True)
+    d = a.shape[0]
+    eye = torch.eye(d, dtype=a.dtype)
+    l_dec = ((a @ a.T - eye) ** 2).mean()
+    total = 0.0
+    for view in (views.light, views.heavy, views.pair_a, views.pair_b):
+        _, zp = model(view)
+        p = zp / zp.norm(dim=1, keepdim=True)
+        logits = torch.cat([a @ p.T, (a * ng).sum(dim=1, keepdim=True)], dim=1) / tau
+        l_con = F.cross_entropy(logits, torch.arange(d))
+        total = total + l_con / 4 + lam * l_dec
+    return total
+
+
+def _setup(d=24, n=10, dtype=torch.float64, seed=0):
+    config = TrainingConfig(dropout=0.0, device="cpu", progress=False)
+    torch.manual_seed(seed)
+    model, regime = build_model(n, config)
+    model = model.to(dtype).train()
+    A = torch.randn(d, n, generator=torch.Generator().manual_seed(seed + 1), dtype=dtype)
+    views = generate_views(A, ViewConfig(), torch.Generator().manual_seed(seed + 2))
+    return model, regime, A, views
+
+
+@pytest.mark.parametrize("lam", [0.2, 0.0])
+@pytest.mark.parametrize("chunk", [None, 5])
+def test_paper_and_fast_steps_same_loss_and_gradients(lam, chunk):
+    model, _, A, views = _setup()
+    m_paper = copy.deepcopy(model)
+    m_fast = copy.deepcopy(model)
+    m_ref = copy.deepcopy(model)
+
+    out_paper = paper_step(m_paper, A, views, TAU, lam, chunk)
+    out_fast = fast_step(m_fast, A, views, TAU, lam, chunk)
+    ref = dense_objective(m_ref, A, views, TAU, lam)
+    ref.backward()
+
+    assert out_paper["loss"] == pytest.approx(ref.item(), rel=1e-9)
+    assert out_fast["loss"] == pytest.approx(ref.item(), rel=1e-9)
+    assert out_paper["contrastive"] == pytest.approx(out_fast["contrastive"], rel=1e-9)
+    assert out_paper["decorrelation"] == pytest.approx(out_fast["decorrelation"], rel=1e-9, abs=1e-12)
+
+    ref_grads = dict(m_ref.named_parameters())
+    fast_grads = dict(m_fast.named_parameters())
+    n_nonzero = 0
+    for name, p in m_paper.named_parameters():
+        assert p.grad is not None, name
+        torch.testing.assert_close(p.grad, fast_grads[name].grad, atol=1e-9, rtol=1e-7, msg=name)
+        torch.testing.assert_close(p.grad, ref_grads[name].grad, atol=1e-9, rtol=1e-7, msg=name)
+        n_nonzero += int(p.grad.abs().sum() > 0)
+    assert n_nonzero > len(ref_grads) // 2
+
+
+def test_paper_and_fast_steps_float32():
+    model, _, A, views = _setup(d=40, n=12, dtype=torch.float32, seed=3)
+    m_paper, m_fast = copy.deepcopy(model), copy.deepcopy(model)
+    lp = paper_step(m_paper, A, views, TAU, 0.2)["loss"]
+    lf = fast_step(m_fast, A, views, TAU, 0.2)["loss"]
+    assert lp == pytest.approx(lf, rel=1e-5)
+    fast = dict(m_fast.named_parameters())
+    for name, p in m_paper.named_parameters():
+        scale = float(p.grad.abs().max()) + 1e-12
+        assert float((p.grad - fast[name].grad).abs().max()) <= 1e-4 * scale + 1e-6, name
+
+
+def test_first_epoch_loss_equals_dense_objective():
+    """history[0] is the SPEC objective of the seeded initial model on the first views."""
+    d, n, seed = 30, 12, 11
+    A = np.random.default_rng(0).normal(size=(d, n)).astype(np.float32)
+    config = TrainingConfig(epochs=1, dropout=0.0, device="cpu", progress=False)
+    result = train(A, config, seed=seed)
+
+    torch.manual_seed(seed)
+    model, regime = build_model(n, config)
+    model.train()
+    anchor = torch.as_tensor(A)
+    views = generate_views(anchor, ViewConfig(), torch.Generator().manual_seed(seed))
+    expected = dense_objective(model, anchor, views, TAU, regime.decorrelation_weight).item()
+    assert result.history[0]["loss"] == pytest.approx(expected, rel=1e-4)
+
+
+@pytest.mark.parametrize("schedule", ["fast", "paper"])
+def test_train_tiny_map(schedule):
+    d, n = 40, 12
+    A = np.random.default_rng(5).normal(size=(d, n)).astype(np.float32)
+    config = TrainingConfig(epochs=3, schedule=schedule, device="cpu", progress=False)
+    result = train(A, config, seed=1)
+    assert len(result.history) == 3
+    assert [row["epoch"] for row in result.history] == [1, 2, 3]
+    for row in result.history:
+        for key in ("loss", "contrastive", "decorrelation", "seconds"):
+            assert np.isfinite(row[key]), key
+        assert row["loss"] > 0
+    assert result.regime.name == "small"
+    assert result.device == "cpu"
+    assert not result.model.training
+    assert result.config["schedule"] == schedule
+    h, z = embed(result.model, A)
+    assert h.shape == (d, 512) and z.shape == (d, 16)
+    assert np.isfinite(h).all() and np.isfinite(z).all()
+
+
+def test_train_changes_parameters():
+    d, n = 20, 8
+    A = np.random.default_rng(6).normal(size=(d, n)).astype(np.float32)
+    config = TrainingConfig(epochs=2, device="cpu", progress=False)
+    torch.manual_seed(4)
+    initial, _ = build_model(n, config)
+    result = train(A, config, seed=4)
+    before = dict(initial.named_parameters())
+    changed = [not torch.equal(before[k], p.detach()) for k, p in result.model.named_parameters()]
+    assert all(changed)
+
+
+def test_train_is_deterministic_for_a_seed():
+    d, n = 40, 12
+    A = np.random.default_rng(7).normal(size=(d, n)).astype(np.float32)
+    config = TrainingConfig(epochs=2, device="cpu", progress=False)
+    r1 = train(A, config, seed=42)
+    r2 = train(A, config, seed=42)
+    r3 = train(A, config, seed=43)
+    h1, z1 = embed(r1.model, A)
+    h2, z2 = embed(r2.model, A)
+    h3, z3 = embed(r3.model, A)
+    assert np.array_equal(h1, h2) and np.array_equal(z1, z2)
+    assert [r["loss"] for r in r1.history] == [r["loss"] for r in r2.history]
+    assert not np.array_equal(z1, z3)
+
+
+def test_embed_restores_mode_and_is_eval():
+    d, n = 10, 6
+    config = TrainingConfig(device="cpu", progress=False)
+    torch.manual_seed(0)
+    model, _ = build_model(n, config)
+    model.train()
+    A = np.random.default_rng(0).normal(size=(d, n)).astype(np.float32)
+    h, z = embed(model, A)
+    assert model.training
+    model.eval()
+    with torch.no_grad():
+        h_ref, z_ref = model(torch.as_tensor(A))
+    np.testing.assert_array_equal(h, h_ref.numpy())
+    np.testing.assert_array_equal(z, z_ref.numpy())
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"epochs": 0},
+        {"epochs": -3},
+        {"epochs": 1.5},
+        {"schedule": "x"},
+        {"device": "tpu"},
+        {"device": "not a device"},
+        {"temperature": 0.0},
+        {"learning_rate": 0.0},
+        {"weight_decay": -1.0},
+        {"dropout": 1.0},
+    ],
+)
+def test_invalid_config_raises(kwargs):
+    with pytest.raises(ValueError):
+        TrainingConfig(**kwargs)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="only meaningful without CUDA")
+def test_cuda_without_cuda_raises():
+    with pytest.raises(ValueError, match="CUDA"):
+        TrainingConfig(device="cuda")
+
+
+def test_resolve_device():
+    assert resolve_device("cpu").type == "cpu"
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")

@@ -1,0 +1,160 @@
+"""Each stage pipeline, and their chain, run with Kedro's SequentialRunner on an in-memory catalog."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from kedro.io import DataCatalog, MemoryDataset
+from kedro.runner import SequentialRunner
+
+from iclfs.core.preprocessing import DataValidationError, FeatureTable
+from iclfs.pipeline_registry import STAGES, register_pipelines
+
+MLFLOW_ONLY = {"training_loss", "evaluation_metrics"}
+
+
+class KeptDataset(MemoryDataset):
+    """A MemoryDataset the runner cannot release, so tests can read every intermediate."""
+
+    def _release(self) -> None:
+        pass
+
+
+def make_catalog(params: dict, **data) -> DataCatalog:
+    catalog = DataCatalog()
+    for name in register_pipelines()["__default__"].datasets():
+        catalog[name] = KeptDataset()
+    for name, value in params.items():
+        catalog[f"params:{name}"] = MemoryDataset(value)
+    for name, value in data.items():
+        catalog[name] = MemoryDataset(value)
+    return catalog
+
+
+def run_pipeline(name: str, params: dict, **data) -> DataCatalog:
+    catalog = make_catalog(params, **data)
+    SequentialRunner().run(register_pipelines()[name], catalog)
+    return catalog
+
+
+def test_registry_has_every_stage_and_default_chains_them():
+    pipelines = register_pipelines()
+    assert set(STAGES) | {"__default__"} == set(pipelines)
+    default = pipelines["__default__"]
+    assert default.inputs() == {"raw_data"} | {f"params:{p}" for p in
+                                               ("lgrc", "views", "seed", "training", "ranking", "laplacian",
+                                                "evaluation")}
+    expected = {"standardized_data", "inverted_data", "labels", "feature_names", "ground_truth", "view_sample",
+                "view_statistics", "model_state", "training_history", "training_loss", "training_loss_plot",
+                "embeddings", "feature_scores", "feature_ranking", "laplacian_scores", "selected_features",
+                "evaluation_table", "evaluation_summary", "evaluation_metrics", "accuracy_vs_k"}
+    assert expected == default.all_outputs()
+
+
+def test_every_catalog_entry_of_the_default_pipeline_is_declared(base_parameters):
+    from kedro.config import OmegaConfigLoader
+
+    from tests.conftest import PROJECT_ROOT
+
+    loader = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), base_env="base", default_run_env="base")
+    catalog = {k for k in loader["catalog"] if not k.startswith("_")}
+    default = register_pipelines()["__default__"]
+    params = {d for d in default.datasets() if d.startswith("params:")}
+    assert default.datasets() - params == catalog
+
+
+def test_default_pipeline_end_to_end(tiny_table, fast_parameters):
+    catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
+
+    standardized = catalog.load("standardized_data")
+    assert standardized.shape == (40, 40) and standardized.dtype == np.float32
+    np.testing.assert_array_equal(catalog.load("inverted_data"), standardized.T)
+    assert catalog.load("feature_names") == list(tiny_table.feature_names)
+    assert len(catalog.load("labels")["codes"]) == 40
+
+    history = catalog.load("training_history")
+    assert list(history["epoch"]) == [1, 2] and np.isfinite(history["loss"]).all()
+    assert catalog.load("training_loss") == history["loss"].tolist()
+    assert isinstance(catalog.load("model_state"), torch.nn.Module)
+    embeddings = catalog.load("embeddings")
+    assert embeddings["H"].shape == (40, 512) and embeddings["Z"].shape == (40, 16)
+
+    scores = catalog.load("feature_scores")
+    np.testing.assert_allclose(scores["z_norm"], np.linalg.norm(embeddings["Z"], axis=1), rtol=1e-6)
+    ranking = catalog.load("feature_ranking")
+    assert sorted(ranking["feature_index"]) == list(range(40))
+    assert ranking["score"].is_monotonic_decreasing
+
+    selected = catalog.load("selected_features")
+    assert selected.groupby("k").size().to_dict() == {5: 5, 10: 10}
+    names = dict(zip(scores["feature_index"], scores["feature_name"]))
+    assert all(names[i] == n for i, n in zip(selected["feature_index"], selected["feature_name"]))
+
+    table = catalog.load("evaluation_table")
+    assert list(table["k"]) == [5, 10]
+    assert table["accuracy_mean"].between(0.5, 1.0).all()
+    assert {"nmi_mean", "informative_recall"} <= set(table.columns)
+    summary = catalog.load("evaluation_summary")
+    assert summary["best_k"] in (5, 10) and summary["labels"] is True
+    metrics = catalog.load("evaluation_metrics")
+    assert [m["step"] for m in metrics["accuracy_mean"]] == [5, 10]
+
+
+def test_lgrc_disabled_takes_the_first_k_of_the_ranking(tiny_table, fast_parameters):
+    fast_parameters["lgrc"]["enabled"] = False
+    catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
+    ranking = catalog.load("feature_ranking")["feature_index"].to_numpy()
+    selected = catalog.load("selected_features")
+    for k, group in selected.groupby("k"):
+        np.testing.assert_array_equal(group["feature_index"].to_numpy(), ranking[:k])
+
+
+def test_views_pipeline_reports_exact_keep_counts(fast_parameters):
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(30, 20)).astype(np.float32)
+    catalog = run_pipeline("views", fast_parameters, inverted_data=A)
+    stats = catalog.load("view_statistics").set_index("view")
+    assert stats.loc["light", ["kept_min", "kept_max"]].tolist() == [18, 18]
+    assert stats.loc["heavy", ["kept_min", "kept_max"]].tolist() == [12, 12]
+    assert stats.loc["pair_a", ["shared_with_pair_min", "shared_with_pair_max"]].tolist() == [1, 1]
+    sample = catalog.load("view_sample")
+    assert set(sample) >= {"light", "heavy", "pair_a", "pair_b", "negative", "light_mask"}
+    np.testing.assert_array_equal(np.sort(sample["negative"], axis=1), np.sort(A, axis=1))
+
+
+def test_views_pipeline_draws_the_first_training_epoch_views(fast_parameters):
+    """The inspected views come from the same generator and seed as training's first epoch."""
+    from iclfs.core.views import ViewConfig, generate_views
+
+    A = np.random.default_rng(1).normal(size=(12, 10)).astype(np.float32)
+    catalog = run_pipeline("views", fast_parameters, inverted_data=A)
+    generator = torch.Generator().manual_seed(fast_parameters["seed"])
+    views = generate_views(torch.as_tensor(A), ViewConfig(**fast_parameters["views"]), generator)
+    np.testing.assert_array_equal(catalog.load("view_sample")["heavy"], views.heavy.numpy())
+
+
+def test_evaluation_without_labels_skips_kmeans(tiny_table, fast_parameters):
+    unlabeled = FeatureTable(X=tiny_table.X, feature_names=tiny_table.feature_names)
+    catalog = run_pipeline("__default__", fast_parameters, raw_data=unlabeled)
+    table = catalog.load("evaluation_table")
+    assert list(table.columns) == ["k"]
+    assert catalog.load("evaluation_summary")["labels"] is False
+    assert catalog.load("evaluation_metrics") == {}
+
+
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        (FeatureTable(X=np.where(np.eye(8, 40) > 0, np.nan, 1.0)), r"8 NaN .* first at \(row 0, column 0\)"),
+        (FeatureTable(X=np.ones((3, 40))), "at least 4"),
+        (FeatureTable(X=np.random.default_rng(0).normal(size=(10, 4))), "smallest requested k is 5"),
+        (FeatureTable(X=pd.DataFrame({"a": ["x"] * 8, **{f"f{i}": np.arange(8.0) for i in range(40)}})), "'a'"),
+    ],
+)
+def test_bad_input_fails_in_the_first_node_before_any_output(table, message, fast_parameters):
+    catalog = make_catalog(fast_parameters, raw_data=table)
+    with pytest.raises(DataValidationError, match=message):
+        SequentialRunner().run(register_pipelines()["__default__"], catalog)
+    assert "standardized_data" not in catalog or not catalog["standardized_data"].exists()

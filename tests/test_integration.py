@@ -1,0 +1,157 @@
+"""The whole project through a KedroSession, in a throw-away copy of the project.
+
+The copy has its own data/ and mlflow.db, so tests never touch the user's.
+"""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.io
+import yaml
+from kedro.framework.session import KedroSession
+from kedro.framework.startup import bootstrap_project
+
+from tests.conftest import FAST_OVERRIDES, PROJECT_ROOT
+
+SMALL_SYNTHETIC = {
+    "type": "iclfs.datasets.SyntheticDataset",
+    "n_samples": 40,
+    "n_classes": 2,
+    "n_informative": 6,
+    "n_redundant": 4,
+    "n_noise": 30,
+    "seed": 1,
+}
+
+
+def versions(root: Path, layer_file: str) -> list[str]:
+    """Version folders of one artifact, oldest first."""
+    return sorted(p.name for p in (root / "data" / layer_file).iterdir())
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, base_parameters) -> Path:
+    """A copy of the project with fast local overrides, as the working directory."""
+    root = tmp_path / "project"
+    shutil.copytree(PROJECT_ROOT / "conf", root / "conf", ignore=shutil.ignore_patterns("local"))
+    shutil.copy(PROJECT_ROOT / "pyproject.toml", root / "pyproject.toml")
+    (root / "src").mkdir()  # iclfs itself is imported from the installed package
+    (root / "conf" / "local").mkdir()
+    params = {section: {**base_parameters[section], **FAST_OVERRIDES[section]} for section in FAST_OVERRIDES}
+    (root / "conf" / "local" / "parameters.yml").write_text(yaml.safe_dump(params))
+    (root / "conf" / "local" / "catalog.yml").write_text(yaml.safe_dump({"raw_data": SMALL_SYNTHETIC}))
+    # An absolute store path: mlflow caches stores by URI, so the relative
+    # sqlite:///mlflow.db of conf/base would reach an earlier test's file.
+    mlflow_conf = yaml.safe_load((PROJECT_ROOT / "conf" / "base" / "mlflow.yml").read_text())
+    mlflow_conf["server"]["mlflow_tracking_uri"] = f"sqlite:///{root / 'mlflow.db'}"
+    (root / "conf" / "local" / "mlflow.yml").write_text(yaml.safe_dump(mlflow_conf))
+    monkeypatch.chdir(root)
+    bootstrap_project(root)
+    yield root
+    mlflow.set_tracking_uri(None)
+
+
+def run_session(root: Path, **kwargs) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            with KedroSession.create(project_path=root, runtime_params=kwargs.pop("runtime_params", None)) as session:
+                session.run(**kwargs)
+        finally:
+            # kedro-mlflow marks its run FINISHED in the store but leaves it on
+            # mlflow's in-process run stack; a second session in the same
+            # process would otherwise attach to it.
+            while mlflow.active_run() is not None:
+                mlflow.end_run()
+
+
+def mlflow_runs(root: Path) -> list:
+    mlflow.set_tracking_uri(f"sqlite:///{root / 'mlflow.db'}")
+    return mlflow.search_runs(experiment_names=["iclfs"], output_format="list", order_by=["start_time ASC"])
+
+
+def test_default_run_writes_versioned_artifacts_and_an_mlflow_run(project):
+    run_session(project)
+
+    outputs = {
+        "03_primary/synthetic/standardized_data.npy",
+        "05_model_input/synthetic/inverted_data.npy",
+        "02_intermediate/synthetic/view_sample.npz",
+        "06_models/synthetic/model_state.pt",
+        "07_model_output/synthetic/training_history.csv",
+        "07_model_output/synthetic/embeddings.npz",
+        "07_model_output/synthetic/feature_ranking.csv",
+        "07_model_output/synthetic/laplacian_scores.csv",
+        "07_model_output/synthetic/selected_features.csv",
+        "08_reporting/synthetic/evaluation_table.csv",
+        "08_reporting/synthetic/evaluation_summary.json",
+        "08_reporting/synthetic/accuracy_vs_k.png",
+    }
+    run_versions = {tuple(versions(project, path)) for path in outputs}
+    assert len(run_versions) == 1 and len(next(iter(run_versions))) == 1, run_versions
+    version = next(iter(run_versions))[0]
+    table = pd.read_csv(project / "data/08_reporting/synthetic/evaluation_table.csv" / version / "evaluation_table.csv")
+    assert list(table["k"]) == [5, 10]
+    assert {"accuracy_mean", "accuracy_std", "nmi_mean", "informative_recall"} <= set(table.columns)
+
+    (run,) = mlflow_runs(project)
+    assert run.info.status == "FINISHED"
+    assert run.data.params["training.epochs"] == "2"
+    assert run.data.params["lgrc.k_values"] == "[5, 10]"
+    client = mlflow.MlflowClient()
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "training_loss")] == [0, 1]
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "evaluation.accuracy_mean")] == [5, 10]
+    assert "evaluation.best_k" in run.data.metrics
+    artifacts = {a.path for folder in ("model", "plots", "tables")
+                 for a in client.list_artifacts(run.info.run_id, folder)}
+    assert {"model/model_state.pt", "plots/accuracy_vs_k.png", "plots/training_loss.png",
+            "tables/selected_features.csv", "tables/evaluation_table.csv"} <= artifacts
+
+
+def test_each_stage_reruns_alone_from_saved_inputs_and_keeps_old_versions(project):
+    run_session(project)
+    ranking_path = project / "data/07_model_output/synthetic/feature_ranking.csv"
+    (first,) = versions(project, "07_model_output/synthetic/feature_ranking.csv")
+    before = (ranking_path / first / "feature_ranking.csv").read_bytes()
+
+    for name in ("data_processing", "views", "training", "ranking", "laplacian", "lgrc", "evaluation"):
+        run_session(project, pipeline_names=[name])
+
+    assert len(versions(project, "07_model_output/synthetic/feature_ranking.csv")) == 2
+    assert len(versions(project, "08_reporting/synthetic/evaluation_table.csv")) == 2
+    assert (ranking_path / first / "feature_ranking.csv").read_bytes() == before
+    assert len(mlflow_runs(project)) == 8
+
+
+def test_runtime_data_source_separates_artifacts(project):
+    run_session(project, pipeline_names=["data_processing"], runtime_params={"data_source": "other"})
+    assert versions(project, "03_primary/other/standardized_data.npy")
+    assert not (project / "data/03_primary/synthetic").exists()
+
+
+def test_mat_without_x_fails_before_anything_is_written(project):
+    bad = project / "bad.mat"
+    scipy.io.savemat(bad, {"data": np.ones((8, 20)), "Y": np.arange(8)})
+    catalog = {"raw_data": {"type": "iclfs.datasets.FeatureTableDataset", "filepath": str(bad)}}
+    (project / "conf/local/catalog.yml").write_text(yaml.safe_dump(catalog))
+    with pytest.raises(Exception, match=r"bad\.mat: no data matrix under key 'X'; keys found: \['Y', 'data'\]"):
+        run_session(project)
+    assert not (project / "data").exists() or not any(p.is_file() for p in (project / "data").rglob("*"))
+
+
+def test_csv_with_nan_fails_naming_the_position_before_anything_is_written(project):
+    frame = pd.DataFrame(np.random.default_rng(0).normal(size=(12, 20)), columns=[f"g{i}" for i in range(20)])
+    frame.iloc[3, 7] = np.nan
+    frame.to_csv(project / "table.csv", index=False)
+    catalog = {"raw_data": {"type": "iclfs.datasets.FeatureTableDataset", "filepath": str(project / "table.csv")}}
+    (project / "conf/local/catalog.yml").write_text(yaml.safe_dump(catalog))
+    with pytest.raises(Exception, match=r"1 NaN and 0 infinite value\(s\).*\(row 3, column 7\)"):
+        run_session(project)
+    assert not (project / "data").exists() or not any(p.is_file() for p in (project / "data").rglob("*"))
