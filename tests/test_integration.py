@@ -155,3 +155,20 @@ def test_csv_with_nan_fails_naming_the_position_before_anything_is_written(proje
     with pytest.raises(Exception, match=r"1 NaN and 0 infinite value\(s\).*\(row 3, column 7\)"):
         run_session(project)
     assert not (project / "data").exists() or not any(p.is_file() for p in (project / "data").rglob("*"))
+
+
+def test_notebook_runs_against_a_finished_run(project):
+    """Every code cell of notebooks/inspect_run.ipynb executes against the run's catalog."""
+    import matplotlib
+    import nbformat
+
+    matplotlib.use("Agg")
+    run_session(project)
+    notebook = nbformat.read(PROJECT_ROOT / "notebooks" / "inspect_run.ipynb", as_version=4)
+    nbformat.validate(notebook)
+    namespace: dict = {}
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            exec(compile(cell.source, "inspect_run.ipynb", "exec"), namespace)
+    assert namespace["summary"]["best_k"] in (5, 10)
+    assert len(namespace["history"]) == 2
