@@ -122,3 +122,14 @@ def test_decorrelation_orthonormal_is_zero_and_identical_rows_max():
     same = torch.ones(5, 3, dtype=torch.float64)
     # every off-diagonal Gram entry is 1: 20 ones over 25 entries
     assert decorrelation_loss(same).item() == pytest.approx(20 / 25)
+
+
+def test_info_nce_never_allocates_the_d_by_d_logits():
+    """With a small chunk, no single op of the forward or backward pass allocates
+    anything close to the (d, d) logits matrix."""
+    d = 3000
+    za, zp, zn = (torch.randn(d, 8, requires_grad=True) for _ in range(3))
+    with torch.profiler.profile(profile_memory=True) as prof:
+        info_nce_with_negative(za, zp, zn, 0.05, chunk_size=128).backward()
+    largest = max(e.self_cpu_memory_usage for e in prof.events())
+    assert largest < d * d * 4 / 8, largest

@@ -9,22 +9,26 @@ from torch import nn
 from iclfs.core.model import REGIMES, FeatureAttention, ICLFSNetwork, select_regime
 
 
-def _pair(d, n, chunk_size, seed=0):
+KERNEL_CASES = [("fused", None), ("reference", None), ("chunked", None), ("chunked", 1), ("chunked", 3),
+                ("chunked", 7), ("chunked", 100)]
+
+
+def _pair(d, n, kernel, chunk_size, seed=0):
     torch.manual_seed(seed)
     mha = nn.MultiheadAttention(n, 1)
     # make the biases non-trivial so their handling is tested too
     with torch.no_grad():
         mha.in_proj_bias.normal_()
         mha.out_proj.bias.normal_()
-    att = FeatureAttention(n, chunk_size=chunk_size)
+    att = FeatureAttention(n, kernel=kernel, chunk_size=chunk_size)
     att.load_state_dict(mha.state_dict())
     return mha, att
 
 
-@pytest.mark.parametrize("chunk_size", [None, 1, 3, 7, 100])
+@pytest.mark.parametrize("kernel,chunk_size", KERNEL_CASES)
 @pytest.mark.parametrize("d,n", [(13, 6), (20, 12)])
-def test_feature_attention_equals_multihead_attention(d, n, chunk_size):
-    mha, att = _pair(d, n, chunk_size)
+def test_feature_attention_equals_multihead_attention(d, n, kernel, chunk_size):
+    mha, att = _pair(d, n, kernel, chunk_size)
     g = torch.Generator().manual_seed(1)
     x0 = torch.randn((d, n), generator=g) * 2.0
     weights = torch.randn((d, n), generator=g)
@@ -46,11 +50,12 @@ def test_feature_attention_equals_multihead_attention(d, n, chunk_size):
         torch.testing.assert_close(p.grad, ref_params[name].grad, atol=1e-4, rtol=1e-4)
 
 
-def test_feature_attention_naive_formula():
+@pytest.mark.parametrize("kernel", ["fused", "chunked", "reference"])
+def test_feature_attention_naive_formula(kernel):
     """Independent of torch's MHA: softmax(Q K^T / sqrt(n)) V, out-projected, by loops."""
     d, n = 5, 4
     torch.manual_seed(3)
-    att = FeatureAttention(n, chunk_size=2).double()
+    att = FeatureAttention(n, kernel=kernel, chunk_size=2).double()
     with torch.no_grad():
         att.in_proj_bias.normal_()
         att.out_proj.bias.normal_()
@@ -82,9 +87,29 @@ def test_feature_attention_naive_formula():
     torch.testing.assert_close(att(x), torch.tensor(expected, dtype=torch.float64), atol=1e-10, rtol=1e-10)
 
 
-def test_feature_attention_bad_chunk():
+def test_feature_attention_bad_chunk_or_kernel():
     with pytest.raises(ValueError):
         FeatureAttention(4, chunk_size=0)
+    with pytest.raises(ValueError, match="kernel"):
+        FeatureAttention(4, kernel="flash")
+
+
+def test_fused_and_chunked_kernels_never_allocate_the_d_by_d_weights():
+    """No single op of the fused or chunked kernels allocates anything close to a
+    d x d matrix (forward and backward); the reference kernel does."""
+    d, n = 3000, 8
+    x = torch.randn(d, n, requires_grad=True)
+    dd_bytes = d * d * 4
+    for kernel in ("fused", "chunked"):
+        att = FeatureAttention(n, kernel=kernel, chunk_size=256)
+        with torch.profiler.profile(profile_memory=True) as prof:
+            att(x).sum().backward()
+        largest = max(e.self_cpu_memory_usage for e in prof.events())
+        assert largest < dd_bytes / 4, (kernel, largest, dd_bytes)
+    att = FeatureAttention(n, kernel="reference")
+    with torch.profiler.profile(profile_memory=True) as prof:
+        att(x).sum().backward()
+    assert max(e.self_cpu_memory_usage for e in prof.events()) >= dd_bytes
 
 
 @pytest.mark.parametrize("regime_name", ["small", "large"])

@@ -5,6 +5,54 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .attention import auto_chunk_size
+
+
+class _InfoNCE(torch.autograd.Function):
+    """Mean InfoNCE over unit rows, logits formed ``chunk`` rows at a time.
+
+    Only one log-normalizer per row is kept between the passes; the backward
+    pass recomputes each block of logits. Peak memory is O(chunk x d).
+    """
+
+    @staticmethod
+    def forward(ctx, za, zp, zn, temperature: float, chunk: int):
+        d = za.shape[0]
+        inv_t = 1.0 / temperature
+        extra = (za * zn).sum(dim=1) * inv_t  # (d,) logit of each row's own negative
+        log_norm = za.new_empty(d)
+        total = za.new_zeros(())
+        for start in range(0, d, chunk):
+            rows = slice(start, start + chunk)
+            logits = (za[rows] @ zp.T).mul_(inv_t)
+            lse = torch.logaddexp(torch.logsumexp(logits, dim=1), extra[rows])
+            log_norm[rows] = lse
+            total += (lse - logits.diagonal(offset=start)).sum()
+        ctx.save_for_backward(za, zp, zn, extra, log_norm)
+        ctx.inv_t, ctx.chunk = inv_t, chunk
+        return total / d
+
+    @staticmethod
+    def backward(ctx, grad):
+        za, zp, zn, extra, log_norm = ctx.saved_tensors
+        inv_t, chunk = ctx.inv_t, ctx.chunk
+        d = za.shape[0]
+        g = grad * inv_t / d
+        grad_za = torch.empty_like(za)
+        grad_zp = torch.zeros_like(zp)
+        # d loss / d extra_j = softmax weight of the negative logit of row j.
+        grad_extra = (extra - log_norm).exp_().mul_(g)
+        for start in range(0, d, chunk):
+            rows = slice(start, start + chunk)
+            weights = (za[rows] @ zp.T).mul_(inv_t).sub_(log_norm[rows, None]).exp_()
+            weights.diagonal(offset=start).sub_(1.0)  # softmax - one-hot target
+            weights.mul_(g)
+            grad_za[rows] = weights @ zp
+            grad_zp.addmm_(weights.T, za[rows])
+        grad_za.addcmul_(grad_extra[:, None], zn)
+        grad_zn = grad_extra[:, None] * za
+        return grad_za, grad_zp, grad_zn, None, None
+
 
 def info_nce_with_negative(
     z_anchor: torch.Tensor,
@@ -22,24 +70,15 @@ def info_nce_with_negative(
     Args:
         z_anchor, z_positive, z_negative: (d, d_z) embeddings (not yet normalized).
         temperature: tau.
-        chunk_size: if set, the (d, d) logits are formed ``chunk_size`` rows at
-            a time (same value, bounded memory).
+        chunk_size: rows of the (d, d) logits formed at a time, in both passes;
+            None picks the largest block that fits a 256 MiB budget. The value
+            does not depend on it.
     """
     za = F.normalize(z_anchor, dim=1)
     zp = F.normalize(z_positive, dim=1)
     zn = F.normalize(z_negative, dim=1)
-    d = za.shape[0]
-    step = d if chunk_size is None else max(1, chunk_size)
-    total = za.new_zeros(())
-    for start in range(0, d, step):
-        rows = slice(start, min(d, start + step))
-        a = za[rows]
-        logits = a @ zp.T / temperature  # (rows, d)
-        extra = (a * zn[rows]).sum(dim=1, keepdim=True) / temperature
-        positive = logits.diagonal(offset=start)  # entry (j, j) of the full matrix
-        log_norm = torch.logsumexp(torch.cat([logits, extra], dim=1), dim=1)
-        total = total + (log_norm - positive).sum()
-    return total / d
+    chunk = chunk_size or auto_chunk_size(za.shape[0])
+    return _InfoNCE.apply(za, zp, zn, float(temperature), int(chunk))
 
 
 def decorrelation_loss(z_anchor: torch.Tensor) -> torch.Tensor:
@@ -54,3 +93,24 @@ def decorrelation_loss(z_anchor: torch.Tensor) -> torch.Tensor:
     cross = za.T @ za  # (d_z, d_z)
     frob = (cross * cross).sum() - 2.0 * (za * za).sum() + d
     return frob / (d * d)
+
+
+def info_nce_dense(
+    z_anchor: torch.Tensor, z_positive: torch.Tensor, z_negative: torch.Tensor, temperature: float = 0.05
+) -> torch.Tensor:
+    """The same L_con as :func:`info_nce_with_negative`, written as the paper does:
+    the full (d, d + 1) logits matrix and ``F.cross_entropy``. Used by the
+    ``paper`` schedule."""
+    za = F.normalize(z_anchor, dim=1)
+    zp = F.normalize(z_positive, dim=1)
+    zn = F.normalize(z_negative, dim=1)
+    logits = torch.cat([za @ zp.T, (za * zn).sum(dim=1, keepdim=True)], dim=1) / temperature
+    return F.cross_entropy(logits, torch.arange(za.shape[0], device=za.device))
+
+
+def decorrelation_dense(z_anchor: torch.Tensor) -> torch.Tensor:
+    """The same L_dec as :func:`decorrelation_loss`, with the (d, d) Gram matrix
+    formed explicitly, as the paper does. Used by the ``paper`` schedule."""
+    za = F.normalize(z_anchor, dim=1)
+    eye = torch.eye(za.shape[0], device=za.device, dtype=za.dtype)
+    return ((za @ za.T - eye) ** 2).mean()

@@ -9,6 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .attention import auto_chunk_size, chunked_attention
+
 
 @dataclass(frozen=True)
 class Regime:
@@ -40,20 +42,33 @@ def select_regime(n_samples: int, regime: str = "auto", threshold: int = 1000) -
     return REGIMES[regime]
 
 
+ATTENTION_KERNELS = ("fused", "chunked", "reference")
+
+
 class FeatureAttention(nn.Module):
     """Single-head self-attention across the d feature rows, embed dim n.
 
-    Same parameters and maths as ``nn.MultiheadAttention(n, 1)`` (its state
-    dict loads here), but never materializes the d x d weights: it uses fused
-    scaled-dot-product attention, or, with ``chunk_size``, processes the
-    queries in blocks of that many rows so memory stays ``chunk_size x d``.
+    Same parameters, initialization and maths as ``nn.MultiheadAttention(n, 1)``
+    (its state dict loads here). ``kernel`` chooses how the softmax weights are
+    computed; all three give the same result:
+
+    * ``fused``: ``scaled_dot_product_attention`` (flash attention on CPU and
+      CUDA); never materializes the d x d weights.
+    * ``chunked``: :func:`iclfs.core.attention.chunked_attention`, blocks of
+      ``chunk_size`` query rows (auto-sized to a 256 MiB budget when None),
+      with recomputation in the backward pass; never materializes them either.
+    * ``reference``: the literal d x d softmax matrix, as the paper's
+      ``nn.MultiheadAttention`` computes it (used by the ``paper`` schedule).
     """
 
-    def __init__(self, embed_dim: int, chunk_size: int | None = None) -> None:
+    def __init__(self, embed_dim: int, kernel: str = "fused", chunk_size: int | None = None) -> None:
         super().__init__()
+        if kernel not in ATTENTION_KERNELS:
+            raise ValueError(f"attention kernel must be one of {ATTENTION_KERNELS}, got {kernel!r}")
         if chunk_size is not None and chunk_size < 1:
             raise ValueError(f"attention chunk_size must be >= 1 or None, got {chunk_size}")
         self.embed_dim = embed_dim
+        self.kernel = kernel
         self.chunk_size = chunk_size
         self.in_proj_weight = nn.Parameter(torch.empty(3 * embed_dim, embed_dim))
         self.in_proj_bias = nn.Parameter(torch.empty(3 * embed_dim))
@@ -68,17 +83,23 @@ class FeatureAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (d, n) -> (d, n)."""
-        q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
-        if self.chunk_size is None or self.chunk_size >= x.shape[0]:
-            out = F.scaled_dot_product_attention(q[None], k[None], v[None])[0]
+        if self.kernel != "reference":
+            q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        if self.kernel == "fused":
+            # 4-D (batch, heads, rows, dim): the fused kernels reject 3-D inputs
+            # and would silently fall back to the d x d math path.
+            out = F.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None])[0, 0]
+        elif self.kernel == "chunked":
+            out = chunked_attention(q, k, v, self.chunk_size or auto_chunk_size(x.shape[0]))
         else:
-            scale = 1.0 / math.sqrt(self.embed_dim)
-            out = torch.cat(
-                [
-                    torch.softmax((q_block @ k.T) * scale, dim=-1) @ v
-                    for q_block in q.split(self.chunk_size, dim=0)
-                ]
+            # The paper's call, literally: nn.MultiheadAttention's functional form
+            # with its defaults (need_weights=True materializes the d x d weights).
+            out, _ = F.multi_head_attention_forward(
+                x[:, None], x[:, None], x[:, None], self.embed_dim, 1,
+                self.in_proj_weight, self.in_proj_bias, None, None, False, 0.0,
+                self.out_proj.weight, self.out_proj.bias, training=self.training, need_weights=True,
             )
+            return out[:, 0]
         return self.out_proj(out)
 
 
@@ -92,7 +113,7 @@ class ICLFSNetwork(nn.Module):
         leaky_slope: LeakyReLU negative slope in the encoder.
         bn_momentum, bn_eps: BatchNorm1d settings of every BN layer.
         use_attention: False drops the attention block (ablation WLDA).
-        attention_chunk_size: see :class:`FeatureAttention`.
+        attention_kernel, attention_chunk_size: see :class:`FeatureAttention`.
     """
 
     def __init__(
@@ -105,11 +126,12 @@ class ICLFSNetwork(nn.Module):
         bn_momentum: float = 0.01,
         bn_eps: float = 1e-5,
         use_attention: bool = True,
+        attention_kernel: str = "fused",
         attention_chunk_size: int | None = None,
     ) -> None:
         super().__init__()
         bn = {"momentum": bn_momentum, "eps": bn_eps}
-        self.attention = FeatureAttention(n_samples, attention_chunk_size) if use_attention else None
+        self.attention = FeatureAttention(n_samples, attention_kernel, attention_chunk_size) if use_attention else None
         self.encoder = nn.Sequential(
             nn.Linear(n_samples, regime.d_e),
             nn.BatchNorm1d(regime.d_e, **bn),

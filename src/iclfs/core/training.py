@@ -5,13 +5,17 @@ Two schedules give the same objective:
 ``paper``
     The paper's literal loop: for each of the four positive views it embeds the
     anchor, the negative and the view (12 forward passes an epoch, fresh
-    dropout each time) and back-propagates that view's loss; one optimizer
-    step per epoch.
+    dropout each time) with ``nn.MultiheadAttention``'s own code path, forms
+    the dense logits and Gram matrices, and back-propagates that view's loss;
+    one optimizer step per epoch.
 ``fast``
-    Embeds the anchor and the negative once per epoch and computes the
-    decorrelation term once (6 forward passes). With dropout off and the same
-    views, its loss and gradients equal the paper's (tested); with dropout on
-    it differs only in which dropout masks are drawn.
+    Embeds the anchor and the negative once per epoch (6 forward passes) with
+    fused attention, computes the decorrelation term once in O(d d_z^2) and
+    the InfoNCE terms block-wise with bounded memory. With dropout off and the
+    same views, its loss and gradients equal the paper's (tested); with
+    dropout on it differs in which dropout masks are drawn, and its BatchNorm
+    running statistics see each map once per epoch instead of the paper's mix
+    (anchor and negative four times each).
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .losses import decorrelation_loss, info_nce_with_negative
-from .model import ICLFSNetwork, Regime, select_regime
+from .losses import decorrelation_dense, decorrelation_loss, info_nce_dense, info_nce_with_negative
+from .model import ATTENTION_KERNELS, ICLFSNetwork, Regime, select_regime
 from .views import ViewConfig, Views, generate_views
 
 SCHEDULES = ("fast", "paper")
@@ -48,6 +52,7 @@ class TrainingConfig:
     bn_momentum: float = 0.01
     use_attention: bool = True
     use_decorrelation: bool = True
+    attention_kernel: str = "auto"  # auto: reference for paper, fused for fast
     attention_chunk_size: int | None = None
     loss_chunk_size: int | None = None
     num_threads: int | None = None
@@ -66,7 +71,18 @@ class TrainingConfig:
             raise ValueError(f"training.weight_decay must be >= 0, got {self.weight_decay!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"training.dropout must be in [0, 1), got {self.dropout!r}")
+        if self.attention_kernel != "auto" and self.attention_kernel not in ATTENTION_KERNELS:
+            raise ValueError(
+                f"training.attention_kernel must be 'auto' or one of {ATTENTION_KERNELS}, got {self.attention_kernel!r}"
+            )
         resolve_device(self.device)  # fail on an unknown device before any work
+
+    @property
+    def resolved_attention_kernel(self) -> str:
+        """The kernel used: ``auto`` means the paper's literal one for ``paper``, fused otherwise."""
+        if self.attention_kernel != "auto":
+            return self.attention_kernel
+        return "reference" if self.schedule == "paper" else "fused"
 
 
 def resolve_device(device: str) -> torch.device:
@@ -105,6 +121,7 @@ def build_model(n_samples: int, config: TrainingConfig) -> tuple[ICLFSNetwork, R
         leaky_slope=config.leaky_slope,
         bn_momentum=config.bn_momentum,
         use_attention=config.use_attention,
+        attention_kernel=config.resolved_attention_kernel,
         attention_chunk_size=config.attention_chunk_size,
     )
     return model, regime
@@ -120,14 +137,17 @@ def _decorrelation_weight(config: TrainingConfig, regime: Regime) -> float:
 
 def paper_step(model: ICLFSNetwork, A: torch.Tensor, views: Views, temperature: float, lam: float,
                loss_chunk_size: int | None = None) -> dict[str, float]:
-    """Accumulate gradients of the literal loop for one epoch (no optimizer step)."""
+    """Accumulate gradients of the literal loop for one epoch (no optimizer step).
+
+    Dense losses, as the paper writes them; ``loss_chunk_size`` is ignored.
+    """
     con_total = dec_total = 0.0
     for view in views.positives:
         _, z_anchor = model(A)
         _, z_neg = model(views.negative)
         _, z_pos = model(view)
-        con = info_nce_with_negative(z_anchor, z_pos, z_neg, temperature, loss_chunk_size)
-        dec = decorrelation_loss(z_anchor) if lam else z_anchor.new_zeros(())
+        con = info_nce_dense(z_anchor, z_pos, z_neg, temperature)
+        dec = decorrelation_dense(z_anchor) if lam else z_anchor.new_zeros(())
         (con / 4 + lam * dec).backward()
         con_total += con.item() / 4
         dec_total += dec.item()

@@ -1,0 +1,1 @@
+"""Benchmarks (speed); run as modules, e.g. python -m iclfs.benchmarks.speed."""

@@ -1,0 +1,263 @@
+"""Speed benchmark: the ``paper`` and ``fast`` training schedules side by side.
+
+    python -m iclfs.benchmarks.speed --datasets Prostate_GE COIL20 arcene BASEHOCK \
+        --epochs 3 --output docs/performance.md
+
+For each dataset it trains both schedules for a few epochs on the same data,
+each in its own subprocess (so peak memory is that schedule's alone), and
+reports the per-epoch time (median of the measured epochs, after one warm-up
+epoch), peak memory (RSS on CPU, max allocated on CUDA), the speed-up, the
+FLOPs of one epoch (counted by ``torch.utils.flop_counter``) and the achieved
+FLOP/s against this machine's measured fp32 matmul rate. A synthetic sweep
+over d (up to 50,000 features at n = 200) and over n reports time and memory
+per epoch of the ``fast`` schedule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from iclfs.core.preprocessing import FeatureTable, invert, prepare
+from iclfs.core.training import TrainingConfig, build_model, fast_step, paper_step, resolve_device
+from iclfs.core.views import ViewConfig, generate_views
+
+DEFAULT_DATASETS = ("Prostate_GE", "COIL20", "arcene", "BASEHOCK")
+SWEEP_D = (1000, 5000, 10000, 20000, 50000)
+SWEEP_N = (100, 500, 1000, 2000)
+STEPS = {"paper": paper_step, "fast": fast_step}
+
+
+def matmul_gflops(device: torch.device, size: int = 2048, repeats: int = 10) -> float:
+    """Measured fp32 matrix-multiply throughput (best of ``repeats``)."""
+    a = torch.randn(size, size, device=device)
+    b = torch.randn(size, size, device=device)
+    best = float("inf")
+    for _ in range(repeats + 1):
+        _sync(device)
+        start = time.perf_counter()
+        a @ b
+        _sync(device)
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best / 1e9
+
+
+def flop_counter():
+    """``FlopCounterMode`` that also counts the CPU flash-attention kernels, which
+    torch's table leaves out (it has their CUDA siblings only)."""
+    from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
+
+    aten = torch.ops.aten
+
+    def forward(query_shape, key_shape, value_shape, *args, **kwargs) -> int:
+        return sdpa_flop_count(query_shape, key_shape, value_shape)
+
+    def backward(grad_out_shape, query_shape, key_shape, value_shape, *args, **kwargs) -> int:
+        return sdpa_backward_flop_count(grad_out_shape, query_shape, key_shape, value_shape)
+
+    return FlopCounterMode(display=False, custom_mapping={
+        aten._scaled_dot_product_flash_attention_for_cpu: forward,
+        aten._scaled_dot_product_flash_attention_for_cpu_backward: backward,
+    })
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _inverted_map(source: str) -> np.ndarray:
+    if source.startswith("synthetic:"):
+        d, n = (int(v) for v in source.split(":")[1].split("x"))
+        rng = np.random.default_rng(0)
+        return invert(prepare(FeatureTable(X=rng.normal(size=(n, d)).astype(np.float32))).standardized)
+    from iclfs.datasets import FeatureTableDataset
+
+    return invert(prepare(FeatureTableDataset(filepath=source).load()).standardized)
+
+
+def worker(source: str, schedule: str, epochs: int, device_name: str, count_flops: bool) -> dict:
+    """Train ``epochs`` epochs (+1 warm-up unless epochs == 1) and measure them."""
+    device = resolve_device(device_name)
+    A = torch.as_tensor(_inverted_map(source), device=device)
+    d, n = A.shape
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    config = TrainingConfig(schedule=schedule, device=device_name, progress=False)
+    torch.manual_seed(0)
+    model, regime = build_model(n, config)
+    model.to(device).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    generator = torch.Generator(device=device).manual_seed(0)
+    step = STEPS[schedule]
+
+    def epoch() -> None:
+        views = generate_views(A, ViewConfig(), generator)
+        optimizer.zero_grad(set_to_none=True)
+        step(model, A, views, config.temperature, regime.decorrelation_weight)
+        optimizer.step()
+        _sync(device)
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    times = []
+    for i in range(epochs + (1 if epochs > 1 else 0)):
+        start = time.perf_counter()
+        epoch()
+        if epochs == 1 or i > 0:
+            times.append(time.perf_counter() - start)
+    flops = None
+    if count_flops:
+        with flop_counter() as counter:
+            epoch()
+        flops = counter.get_total_flops()
+    result = {
+        "source": source,
+        "d": d,
+        "n": n,
+        "regime": regime.name,
+        "schedule": schedule,
+        "device": str(device),
+        "epoch_seconds": times,
+        "median_seconds": statistics.median(times),
+        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "rss_before_training_bytes": rss_before,
+        "flops_per_epoch": flops,
+    }
+    if device.type == "cuda":
+        result["peak_cuda_bytes"] = torch.cuda.max_memory_allocated(device)
+    return result
+
+
+def run_worker(source: str, schedule: str, epochs: int, device: str, count_flops: bool) -> dict:
+    """Run :func:`worker` in a fresh interpreter, so its peak memory is its own."""
+    command = [sys.executable, "-m", "iclfs.benchmarks.speed", "--worker", source, schedule, str(epochs), device,
+               "1" if count_flops else "0"]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        return {"source": source, "schedule": schedule, "error": done.stderr.strip().splitlines()[-1:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _gib(value: float | None) -> str:
+    return "—" if value is None else f"{value / 2**30:.2f}"
+
+
+def _memory(result: dict) -> float:
+    return result.get("peak_cuda_bytes", result["peak_rss_bytes"])
+
+
+def render(report: dict) -> str:
+    """The Markdown report."""
+    env = report["environment"]
+    lines = [
+        "# Training speed: `paper` vs `fast` schedule",
+        "",
+        f"Measured {env['date']} on {env['machine']} ({env['cpu_threads']} torch threads), device `{env['device']}`,",
+        f"torch {env['torch']}, Python {env['python']}. Measured fp32 matmul rate: **{env['matmul_gflops']:.1f} GFLOP/s**.",
+        "",
+        "Command:",
+        "",
+        "```bash",
+        env["command"],
+        "```",
+        "",
+        "Per-epoch time is the median of the measured epochs after one warm-up epoch; peak memory is the",
+        f"whole process's {'max allocated CUDA memory' if env['device'].startswith('cuda') else 'peak RSS'} "
+        "(each schedule runs in its own process);",
+        "FLOPs are those of one epoch (forward and backward, counted by `torch.utils.flop_counter`).",
+        "",
+        "| dataset | n x d | regime | paper s/epoch | fast s/epoch | speed-up | paper peak GiB | fast peak GiB "
+        "| memory ratio | fast GFLOP/epoch | fast GFLOP/s | % of matmul rate |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in report["datasets"]:
+        paper, fast = row["paper"], row["fast"]
+        if "error" in paper or "error" in fast:
+            lines.append(f"| {row['name']} | failed: {paper.get('error') or fast.get('error')} |")
+            continue
+        rate = fast["flops_per_epoch"] / fast["median_seconds"] / 1e9 if fast["flops_per_epoch"] else None
+        lines.append(
+            f"| {row['name']} | {fast['n']} x {fast['d']} | {fast['regime']} | {paper['median_seconds']:.2f} | "
+            f"{fast['median_seconds']:.2f} | {paper['median_seconds'] / fast['median_seconds']:.2f}x | "
+            f"{_gib(_memory(paper))} | {_gib(_memory(fast))} | {_memory(fast) / _memory(paper):.2f} | "
+            f"{fast['flops_per_epoch'] / 1e9:.0f} | {rate:.1f} | {100 * rate / env['matmul_gflops']:.0f}% |"
+        )
+    for title, key in (("d (n = 200)", "sweep_d"), ("n (d = 2000)", "sweep_n")):
+        if not report.get(key):
+            continue
+        lines += ["", f"## Scale sweep over {title}, `fast` schedule", "",
+                  "| n x d | regime | s/epoch | peak GiB | d x d fp32 would be GiB |", "|---|---|---|---|---|"]
+        for r in report[key]:
+            if "error" in r:
+                lines.append(f"| {r['source']} | failed: {r['error']} | | | |")
+                continue
+            lines.append(f"| {r['n']} x {r['d']} | {r['regime']} | {r['median_seconds']:.2f} | "
+                         f"{_gib(_memory(r))} | {_gib(4 * r['d'] ** 2)} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--worker":
+        source, schedule, epochs, device, count = argv[1:6]
+        print(json.dumps(worker(source, schedule, int(epochs), device, count == "1")))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", nargs="*", default=list(DEFAULT_DATASETS))
+    parser.add_argument("--datasets-dir", default="../shared/datasets")
+    parser.add_argument("--epochs", type=int, default=3, help="measured epochs per schedule (after 1 warm-up)")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--sweep-d", type=int, nargs="*", default=list(SWEEP_D))
+    parser.add_argument("--sweep-n", type=int, nargs="*", default=list(SWEEP_N))
+    parser.add_argument("--sweep-epochs", type=int, default=1)
+    parser.add_argument("--output", default="docs/performance.md")
+    args = parser.parse_args(argv)
+
+    device = resolve_device(args.device)
+    report = {
+        "environment": {
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+            "cpu_threads": torch.get_num_threads(),
+            "device": str(device) if device.type == "cpu" else torch.cuda.get_device_name(device),
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "matmul_gflops": matmul_gflops(device),
+            "command": "python -m iclfs.benchmarks.speed " + " ".join(argv),
+        },
+        "datasets": [],
+    }
+    for name in args.datasets:
+        path = str(Path(args.datasets_dir) / f"{name}.mat")
+        row = {"name": name}
+        for schedule in ("paper", "fast"):
+            row[schedule] = run_worker(path, schedule, args.epochs, args.device, count_flops=schedule == "fast")
+            print(json.dumps(row[schedule]), flush=True)
+        report["datasets"].append(row)
+    for key, values, shape in (("sweep_d", args.sweep_d, lambda v: f"{v}x200"),
+                               ("sweep_n", args.sweep_n, lambda v: f"2000x{v}")):
+        report[key] = []
+        for value in values:
+            result = run_worker(f"synthetic:{shape(value)}", "fast", args.sweep_epochs, args.device, False)
+            print(json.dumps(result), flush=True)
+            report[key].append(result)
+    output = Path(args.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.with_suffix(".json").write_text(json.dumps(report, indent=2))
+    output.write_text(render(report))
+    print(f"wrote {output} and {output.with_suffix('.json')}")
+
+
+if __name__ == "__main__":
+    main()
