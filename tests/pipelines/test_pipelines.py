@@ -26,6 +26,7 @@ def make_catalog(params: dict, **data) -> DataCatalog:
     catalog = DataCatalog()
     for name in register_pipelines()["__default__"].datasets():
         catalog[name] = KeptDataset()
+    catalog["parameters"] = MemoryDataset(params)
     for name, value in params.items():
         catalog[f"params:{name}"] = MemoryDataset(value)
     for name, value in data.items():
@@ -43,9 +44,8 @@ def test_registry_has_every_stage_and_default_chains_them():
     pipelines = register_pipelines()
     assert set(STAGES) | {"__default__"} == set(pipelines)
     default = pipelines["__default__"]
-    assert default.inputs() == {"raw_data"} | {f"params:{p}" for p in
-                                               ("lgrc", "views", "seed", "training", "ranking", "laplacian",
-                                                "evaluation")}
+    assert default.inputs() == {"raw_data", "parameters"} | {
+        f"params:{p}" for p in ("lgrc", "views", "seed", "training", "ranking", "laplacian", "evaluation")}
     expected = {"standardized_data", "inverted_data", "labels", "feature_names", "ground_truth", "view_sample",
                 "view_statistics", "model_state", "training_history", "training_loss", "training_loss_plot",
                 "embeddings", "feature_scores", "feature_ranking", "laplacian_scores", "selected_features",
@@ -61,7 +61,7 @@ def test_every_catalog_entry_of_the_default_pipeline_is_declared(base_parameters
     loader = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), base_env="base", default_run_env="base")
     catalog = {k for k in loader["catalog"] if not k.startswith("_")}
     default = register_pipelines()["__default__"]
-    params = {d for d in default.datasets() if d.startswith("params:")}
+    params = {d for d in default.datasets() if d.startswith("params:") or d == "parameters"}
     assert default.datasets() - params == catalog
 
 
@@ -158,3 +158,28 @@ def test_bad_input_fails_in_the_first_node_before_any_output(table, message, fas
     with pytest.raises(DataValidationError, match=message):
         SequentialRunner().run(register_pipelines()["__default__"], catalog)
     assert "standardized_data" not in catalog or not catalog["standardized_data"].exists()
+
+
+@pytest.mark.parametrize(
+    "section, key, value, message",
+    [
+        ("training", "epochs", -1, "training.epochs must be a positive integer"),
+        ("training", "device", "tpu", "training.device 'tpu'"),
+        ("training", "learning_rat", 0.1, r"unknown parameter\(s\) training.learning_rat"),
+        ("views", "heavy_keep", 1.5, r"views.heavy_keep must be in \(0, 1\]"),
+        ("views", "light_keep", 0.0, r"views.light_keep must be in \(0, 1\]"),
+        ("lgrc", "quantile", 1.2, r"lgrc.quantile = 1.2 is invalid: expected a number in \[0, 1\]"),
+        ("lgrc", "alpha", 0.5, "lgrc.alpha = 0.5 is invalid"),
+        ("lgrc", "k_values", [], "lgrc.k_values"),
+        ("ranking", "score", "l2", "ranking.score = 'l2' is invalid"),
+        ("laplacian", "n_neighbors", 40, "laplacian.n_neighbors = 40 is invalid: expected fewer than the 40 samples"),
+        ("evaluation", "n_runs", 0, "evaluation.n_runs = 0 is invalid"),
+    ],
+)
+def test_bad_parameters_fail_in_the_first_node_before_any_output(tiny_table, fast_parameters, section, key, value,
+                                                                 message):
+    fast_parameters[section][key] = value
+    catalog = make_catalog(fast_parameters, raw_data=tiny_table)
+    with pytest.raises(ValueError, match=message):
+        SequentialRunner().run(register_pipelines()["__default__"], catalog)
+    assert not catalog["standardized_data"].exists()

@@ -18,3 +18,62 @@ def config_from_params(cls: type[T], params: dict[str, Any], section: str) -> T:
             f"known: {', '.join(sorted(known))}"
         )
     return cls(**params)
+
+
+def _fail(key: str, value: Any, expected: str) -> None:
+    raise ValueError(f"parameter {key} = {value!r} is invalid: expected {expected}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def validate_parameters(parameters: dict[str, Any]) -> None:
+    """Check every parameter section the pipelines use, naming the first bad one.
+
+    Called by the first node of a run, so a typo stops the run before any
+    artifact is written (later nodes would otherwise fail after earlier ones saved).
+    """
+    from iclfs.core.scores import SCORE_NAMES
+    from iclfs.core.training import TrainingConfig
+    from iclfs.core.views import ViewConfig
+
+    seed = parameters.get("seed")
+    if not _is_int(seed) or seed < 0:
+        _fail("seed", seed, "a non-negative integer")
+    config_from_params(ViewConfig, parameters["views"], "views")
+    config_from_params(TrainingConfig, parameters["training"], "training")
+
+    score = parameters["ranking"].get("score")
+    if score not in SCORE_NAMES:
+        _fail("ranking.score", score, f"one of {', '.join(SCORE_NAMES)}")
+
+    neighbors = parameters["laplacian"].get("n_neighbors")
+    if not _is_int(neighbors) or neighbors < 1:
+        _fail("laplacian.n_neighbors", neighbors, "a positive integer")
+
+    lgrc = parameters["lgrc"]
+    k_values = lgrc.get("k_values")
+    if not isinstance(k_values, list) or not k_values or not all(_is_int(k) and k >= 1 for k in k_values):
+        _fail("lgrc.k_values", k_values, "a non-empty list of positive integers")
+    if len(set(k_values)) != len(k_values):
+        _fail("lgrc.k_values", k_values, "no repeated k")
+    alpha = lgrc.get("alpha")
+    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or alpha < 1:
+        _fail("lgrc.alpha", alpha, "a number >= 1")
+    quantile = lgrc.get("quantile")
+    if not isinstance(quantile, (int, float)) or isinstance(quantile, bool) or not 0 <= quantile <= 1:
+        _fail("lgrc.quantile", quantile, "a number in [0, 1]")
+    if not isinstance(lgrc.get("enabled", True), bool):
+        _fail("lgrc.enabled", lgrc.get("enabled"), "true or false")
+
+    runs = parameters["evaluation"].get("n_runs")
+    if not _is_int(runs) or runs < 1:
+        _fail("evaluation.n_runs", runs, "a positive integer")
+
+
+def validate_for_data(parameters: dict[str, Any], n_samples: int) -> None:
+    """The parameter checks that depend on the data's number of samples."""
+    neighbors = parameters["laplacian"]["n_neighbors"]
+    if neighbors >= n_samples:
+        _fail("laplacian.n_neighbors", neighbors, f"fewer than the {n_samples} samples")

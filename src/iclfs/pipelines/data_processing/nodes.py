@@ -6,12 +6,14 @@ import numpy as np
 
 from iclfs.core.preprocessing import FeatureTable, invert, prepare
 
+from .._params import validate_for_data, validate_parameters
 
-def prepare_data(raw_data: FeatureTable, lgrc: dict) -> tuple[np.ndarray, dict, list[str], dict]:
-    """Validate the raw table and standardize it.
 
-    Every check of the run's input happens here, in the first node, so a bad
-    input stops the run before any artifact is written.
+def prepare_data(raw_data: FeatureTable, parameters: dict) -> tuple[np.ndarray, dict, list[str], dict]:
+    """Validate the raw table and every parameter, then standardize.
+
+    Every check of the run's input and parameters happens here, in the first
+    node, so a bad input or a typo stops the run before any artifact is written.
 
     Returns:
         standardized_data: (n_samples, n_features) float32 z-scores.
@@ -19,7 +21,9 @@ def prepare_data(raw_data: FeatureTable, lgrc: dict) -> tuple[np.ndarray, dict, 
         feature_names: one name per column.
         ground_truth: ``{"informative_features": [...] or None}`` (synthetic data only).
     """
-    prepared = prepare(raw_data, min_features=min(lgrc["k_values"]))
+    validate_parameters(parameters)
+    prepared = prepare(raw_data, min_features=min(parameters["lgrc"]["k_values"]))
+    validate_for_data(parameters, n_samples=prepared.standardized.shape[0])
     labels = {"classes": [], "codes": []}
     if prepared.labels is not None:
         labels = {"classes": prepared.classes, "codes": prepared.labels.tolist()}

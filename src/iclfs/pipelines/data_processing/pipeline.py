@@ -8,7 +8,7 @@ def create_pipeline(**kwargs) -> Pipeline:
         [
             Node(
                 prepare_data,
-                inputs=["raw_data", "params:lgrc"],
+                inputs=["raw_data", "parameters"],
                 outputs=["standardized_data", "labels", "feature_names", "ground_truth"],
                 name="prepare_data",
             ),
