@@ -172,3 +172,53 @@ def test_notebook_runs_against_a_finished_run(project):
             exec(compile(cell.source, "inspect_run.ipynb", "exec"), namespace)
     assert namespace["summary"]["best_k"] in (5, 10)
     assert len(namespace["history"]) == 2
+
+
+def test_unwritable_output_folder_stops_the_run_before_any_node(project):
+    (project / "data" / "07_model_output").mkdir(parents=True)
+    (project / "data" / "07_model_output" / "synthetic").write_text("a file where a folder should be")
+    with pytest.raises(PermissionError, match=r"feature_ranking \(\S*data/07_model_output/synthetic/feature_ranking.csv\)"
+                                              r": .*synthetic is a file, not a folder"):
+        run_session(project)
+    assert not (project / "data" / "03_primary").exists()
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in (root / "data").rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGTERM"])
+def test_run_killed_mid_training_leaves_earlier_versions_intact(project, signal_name):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run_session(project)
+    before = snapshot(project)
+
+    env = {**os.environ, "KEDRO_DISABLE_TELEMETRY": "1", "PYTHONUNBUFFERED": "1"}
+    log = project / "killed.log"
+    with log.open("w") as handle:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "kedro", "run", "--params", "training.epochs=100000"],
+            cwd=project, env=env, stdout=handle, stderr=subprocess.STDOUT,
+        )
+        deadline = time.time() + 120
+        while "ICLFS fast" not in log.read_text() and time.time() < deadline and process.poll() is None:
+            time.sleep(0.5)
+        assert "ICLFS fast" in log.read_text(), log.read_text()[-2000:]
+        time.sleep(1.0)
+        process.send_signal(getattr(signal, signal_name))
+        process.wait(timeout=60)
+    assert process.returncode != 0
+
+    after = snapshot(project)
+    for path, content in before.items():
+        assert after.get(path) == content, f"{path} changed or vanished after the killed run"
+    assert not any("06_models" in p for p in set(after) - set(before)), "the killed run saved a model"
+
+    run_session(project)
+    assert len(versions(project, "07_model_output/synthetic/selected_features.csv")) == 2
+    assert len(versions(project, "06_models/synthetic/model_state.pt")) == 2

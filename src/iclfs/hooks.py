@@ -1,5 +1,9 @@
 """Project hooks.
 
+:class:`OutputPreflightHook` checks, before the first node runs, that every
+local file a pipeline will write can be created, so an unwritable folder
+fails the run up front with the dataset and folder named.
+
 :class:`MlflowArtifactHook` logs a saved catalog artifact to the active MLflow
 run when its catalog entry asks for it with::
 
@@ -14,7 +18,8 @@ dataset a save version of its own and so cannot wrap a versioned dataset.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+import os
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import mlflow
@@ -58,3 +63,41 @@ class MlflowArtifactHook:
             LOGGER.warning("Not logging %s to MLflow: no local file found (%s)", dataset_name, path)
             return
         mlflow.log_artifact(str(path), artifact_path=metadata[METADATA_KEY] or None)
+
+
+class OutputNotWritableError(PermissionError):
+    """Raised before a run when an output's folder cannot be created or written."""
+
+
+def _blocking_problem(directory: Path) -> str | None:
+    """Why files cannot be created under ``directory``, or None if they can."""
+    probe = directory
+    while not probe.exists():
+        if probe.parent == probe:
+            return f"no existing parent folder of {directory}"
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is a file, not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable"
+    return None
+
+
+class OutputPreflightHook:
+    """Refuse to start a run whose local outputs cannot be written."""
+
+    @hook_impl
+    def before_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
+        problems = []
+        for name in sorted(pipeline.all_outputs()):
+            dataset = catalog.get(name) if name in catalog else None
+            filepath = getattr(dataset, "_filepath", None)
+            if filepath is None or getattr(dataset, "_protocol", "file") not in ("file", "local"):
+                continue
+            problem = _blocking_problem(Path(str(PurePosixPath(filepath))).parent)
+            if problem:
+                problems.append(f"{name} ({filepath}): {problem}")
+        if problems:
+            raise OutputNotWritableError(
+                "these outputs cannot be written, so the run was not started:\n  " + "\n  ".join(problems)
+            )

@@ -2,9 +2,9 @@
 
 from kedro.config import OmegaConfigLoader
 
-from iclfs.hooks import MlflowArtifactHook
+from iclfs.hooks import MlflowArtifactHook, OutputPreflightHook
 
-HOOKS = (MlflowArtifactHook(),)
+HOOKS = (OutputPreflightHook(), MlflowArtifactHook())
 
 CONFIG_LOADER_CLASS = OmegaConfigLoader
 CONFIG_LOADER_ARGS = {

@@ -183,3 +183,29 @@ def test_bad_parameters_fail_in_the_first_node_before_any_output(tiny_table, fas
     with pytest.raises(ValueError, match=message):
         SequentialRunner().run(register_pipelines()["__default__"], catalog)
     assert not catalog["standardized_data"].exists()
+
+
+def test_same_data_parameters_and_seed_give_the_identical_selection_on_cpu(tiny_table, fast_parameters):
+    fast_parameters["training"]["device"] = "cpu"
+    first = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
+    second = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
+    pd.testing.assert_frame_equal(first.load("feature_ranking"), second.load("feature_ranking"))
+    pd.testing.assert_frame_equal(first.load("selected_features"), second.load("selected_features"))
+    np.testing.assert_array_equal(first.load("embeddings")["Z"], second.load("embeddings")["Z"])
+
+
+def test_constant_and_near_constant_features_never_produce_nan(tiny_table, fast_parameters):
+    X = np.asarray(tiny_table.X, dtype=np.float64).copy()
+    X[:, 0] = 5.0                      # constant
+    X[:, 1] = 1e6 + 1e-9 * np.arange(40)  # constant up to round-off
+    X[:, 2] = 0.0
+    X[7, 2] = 1e-3                     # near-constant: one sample differs
+    table = FeatureTable(X=X, y=tiny_table.y, feature_names=tiny_table.feature_names)
+    catalog = run_pipeline("__default__", fast_parameters, raw_data=table)
+    assert np.isfinite(catalog.load("standardized_data")).all()
+    for name in ("feature_scores", "feature_ranking", "selected_features", "evaluation_table"):
+        frame = catalog.load(name).select_dtypes("number")
+        assert not frame.isna().any().any(), name
+    ls = catalog.load("laplacian_scores").set_index("feature_index")["laplacian_score"]
+    assert np.isinf(ls[[0, 1]]).all() and np.isfinite(ls[2])
+    assert np.isfinite(catalog.load("embeddings")["Z"]).all()

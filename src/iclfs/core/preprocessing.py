@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 MIN_SAMPLES = 4
+#: The features are the training batch (BatchNorm, contrastive loss): one is not enough.
+MIN_FEATURES = 2
 
 
 class DataValidationError(ValueError):
@@ -56,6 +58,8 @@ def as_numeric_matrix(X: object, source: str = "data") -> np.ndarray:
     if hasattr(X, "toarray") and callable(X.toarray):  # scipy.sparse
         X = X.toarray()
     if hasattr(X, "dtypes") and hasattr(X, "columns"):  # pandas DataFrame
+        if X.size == 0:
+            raise DataValidationError(f"{source}: the data matrix is empty (shape {X.shape}).")
         bad = [str(c) for c, t in zip(X.columns, X.dtypes) if not (t.kind in "biuf")]
         if bad:
             shown = ", ".join(repr(c) for c in bad[:5])
@@ -102,7 +106,12 @@ def validate_shape(
             f"{source}: {n} sample(s) (rows) found, ICLFS needs at least {MIN_SAMPLES} "
             "(masks, kNN graph and k-means all need several samples)."
         )
-    if d < max(1, min_features):
+    if d < MIN_FEATURES:
+        raise DataValidationError(
+            f"{source}: {d} feature(s) (columns) found, ICLFS needs at least {MIN_FEATURES} "
+            "(the features are its training batch)."
+        )
+    if d < min_features:
         raise DataValidationError(
             f"{source}: {d} feature(s) (columns) found, but the smallest requested k is "
             f"{min_features}. Lower the k values (params lgrc.k_values) or add features."
@@ -236,6 +245,10 @@ def prepare(table: FeatureTable, min_features: int = 1) -> PreparedData:
     if table.y is not None:
         labels, classes = encode_labels(table.y, X.shape[0], src)
     Z = standardize(X, src)
+    if not Z.any():
+        raise DataValidationError(
+            f"{src}: every feature is constant over the {X.shape[0]} samples; there is nothing to select."
+        )
     informative = None
     if table.informative_features is not None:
         informative = sorted(int(j) for j in table.informative_features)

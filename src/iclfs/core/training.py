@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 
 from .losses import decorrelation_dense, decorrelation_loss, info_nce_dense, info_nce_with_negative
 from .model import ATTENTION_KERNELS, ICLFSNetwork, Regime, select_regime
+from .resources import check_memory, estimate_training_memory
 from .views import ViewConfig, Views, generate_views
 
 SCHEDULES = ("fast", "paper")
@@ -56,6 +57,7 @@ class TrainingConfig:
     attention_chunk_size: int | None = None
     loss_chunk_size: int | None = None
     num_threads: int | None = None
+    check_memory: bool = True  # refuse up front a run whose estimated memory exceeds the device's
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -203,6 +205,10 @@ def train(
     anchor = torch.as_tensor(A, dtype=torch.float32, device=device)
     d, n = anchor.shape
     model, regime = build_model(n, config)
+    if config.check_memory:
+        estimate = estimate_training_memory(d, n, regime, config.schedule, config.resolved_attention_kernel,
+                                            config.use_attention)
+        check_memory(estimate, device, d, n, regime, config.schedule)
     model.to(device).train()
     lam = _decorrelation_weight(config, regime)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)

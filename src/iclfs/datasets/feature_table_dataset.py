@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 from pathlib import PurePosixPath
 from typing import Any
@@ -111,7 +112,19 @@ class FeatureTableDataset(AbstractDataset[None, FeatureTable]):
         y = frame.pop(self._label_column).to_numpy() if self._label_column else None
         if self._id_column:
             frame = frame.drop(columns=[self._id_column])
-        return FeatureTable(X=frame, y=y, feature_names=[str(c) for c in frame.columns], source=source)
+        names = [str(c) for c in frame.columns]
+        if self._suffix == ".csv":
+            names = self._csv_header(raw, exclude={self._label_column, self._id_column}) or names
+        return FeatureTable(X=frame, y=y, feature_names=names, source=source)
+
+    def _csv_header(self, raw: bytes, exclude: set) -> list[str] | None:
+        """The header as written: pandas renames a repeated name ("a" -> "a.1"),
+        which would hide a duplicate from the checks downstream."""
+        if self._load_args.get("header", "infer") != "infer" or "names" in self._load_args:
+            return None
+        first_line = raw.split(b"\n", 1)[0].decode("utf-8", errors="replace").rstrip("\r")
+        header = next(csv.reader([first_line], delimiter=self._load_args.get("sep", ",")), [])
+        return [name for name in header if name not in exclude]
 
     def save(self, data: None) -> None:
         raise DatasetError("FeatureTableDataset is read-only")
