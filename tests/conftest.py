@@ -19,6 +19,7 @@ FAST_OVERRIDES = {
     "training": {"epochs": 2, "progress": False},
     "lgrc": {"k_values": [5, 10]},
     "evaluation": {"n_runs": 3},
+    "select": {"k": 5},
 }
 
 

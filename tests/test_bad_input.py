@@ -88,6 +88,7 @@ def test_bad_input_is_refused_with_a_message_naming_it(case, tmp_path, fast_para
     path = make(tmp_path)
     if "k_values" in options:
         fast_parameters["lgrc"]["k_values"] = options["k_values"]
+        fast_parameters["select"]["k"] = options["k_values"][0]
     with pytest.raises(error, match=message):
         table = FeatureTableDataset(filepath=str(path), label_column=options.get("label_column")).load()
         prepare_data(table, fast_parameters)
@@ -98,6 +99,7 @@ def test_huge_but_finite_values_are_standardized_without_overflow(fast_parameter
 
     X = RNG.normal(size=(8, 6)) * 1e30
     fast_parameters["lgrc"]["k_values"] = [2]
+    fast_parameters["select"]["k"] = 2
     standardized, *_ = prepare_data(FeatureTable(X=X), fast_parameters)
     assert standardized.dtype == np.float32 and np.isfinite(standardized).all()
     np.testing.assert_allclose(standardized.std(axis=0), 1.0, rtol=1e-5)

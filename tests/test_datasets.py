@@ -137,3 +137,16 @@ def test_every_benchmark_file_loads_with_the_manifest_shape(row):
     assert prepared.standardized.shape == (int(row["n_samples"]), int(row["n_features"]))
     assert len(prepared.classes) == int(row["n_classes"])
     assert np.isfinite(prepared.standardized).all()
+
+
+def test_previous_version_dataset_skips_the_current_runs_version(tmp_path):
+    from iclfs.datasets import PreviousVersionDataset
+
+    path = str(tmp_path / "s.csv")
+    assert PreviousVersionDataset(filepath=path, version=Version(None, "2026-01-02")).load().empty
+    for version, value in (("2026-01-01", 1), ("2026-01-02", 2), ("2026-01-03", 3)):
+        (tmp_path / "s.csv" / version).mkdir(parents=True)
+        pd.DataFrame({"v": [value]}).to_csv(tmp_path / "s.csv" / version / "s.csv", index=False)
+    previous = PreviousVersionDataset(filepath=path, version=Version(None, "2026-01-03")).load()
+    assert previous["v"].tolist() == [2] and previous.attrs["version"] == "2026-01-02"
+    assert PreviousVersionDataset(filepath=path, version=Version(None, "2026-01-01")).load().empty

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kedro.pipeline import Pipeline
 
-from iclfs.pipelines import data_processing, evaluation, laplacian, lgrc, ranking, training, views
+from iclfs.pipelines import data_processing, evaluation, laplacian, lgrc, publish, ranking, training, views
 
 STAGES = {
     "data_processing": data_processing,
@@ -14,11 +14,15 @@ STAGES = {
     "laplacian": laplacian,
     "lgrc": lgrc,
     "evaluation": evaluation,
+    "publish": publish,
 }
+# The production path: no view inspection, no evaluation (labels are optional).
+SELECT = ("data_processing", "training", "ranking", "laplacian", "lgrc", "publish")
 
 
 def register_pipelines() -> dict[str, Pipeline]:
-    """Every stage by name, and ``__default__`` running them all in dependency order."""
+    """Every stage by name, ``select`` (the production path) and ``__default__`` (all of them)."""
     pipelines = {name: module.create_pipeline() for name, module in STAGES.items()}
-    pipelines["__default__"] = sum(pipelines.values(), Pipeline([]))
+    pipelines["select"] = sum((pipelines[name] for name in SELECT), Pipeline([]))
+    pipelines["__default__"] = sum((pipelines[name] for name in STAGES), Pipeline([]))
     return pipelines

@@ -35,6 +35,7 @@ def make_catalog(params: dict, **data) -> DataCatalog:
 
 
 def run_pipeline(name: str, params: dict, **data) -> DataCatalog:
+    data.setdefault("previous_selected_features", pd.DataFrame())
     catalog = make_catalog(params, **data)
     SequentialRunner().run(register_pipelines()[name], catalog)
     return catalog
@@ -42,15 +43,20 @@ def run_pipeline(name: str, params: dict, **data) -> DataCatalog:
 
 def test_registry_has_every_stage_and_default_chains_them():
     pipelines = register_pipelines()
-    assert set(STAGES) | {"__default__"} == set(pipelines)
+    assert set(STAGES) | {"__default__", "select"} == set(pipelines)
     default = pipelines["__default__"]
-    assert default.inputs() == {"raw_data", "parameters"} | {
-        f"params:{p}" for p in ("lgrc", "views", "seed", "training", "ranking", "laplacian", "evaluation")}
+    assert default.inputs() == {"raw_data", "parameters", "previous_selected_features"} | {
+        f"params:{p}" for p in ("lgrc", "views", "seed", "training", "ranking", "laplacian", "evaluation", "select")}
     expected = {"standardized_data", "inverted_data", "labels", "feature_names", "ground_truth", "view_sample",
                 "view_statistics", "model_state", "training_history", "training_loss", "training_loss_plot",
                 "embeddings", "feature_scores", "feature_ranking", "laplacian_scores", "selected_features",
-                "evaluation_table", "evaluation_summary", "evaluation_metrics", "accuracy_vs_k"}
+                "evaluation_table", "evaluation_summary", "evaluation_metrics", "accuracy_vs_k",
+                "selected_feature_list", "reduced_data", "selection_stability", "stability_metrics",
+                "score_distribution_plot"}
     assert expected == default.all_outputs()
+    select = pipelines["select"]
+    assert not {"evaluation_table", "view_sample"} & select.all_outputs()
+    assert {"selected_feature_list", "reduced_data", "selection_stability"} <= select.all_outputs()
 
 
 def test_every_catalog_entry_of_the_default_pipeline_is_declared(base_parameters):
@@ -154,7 +160,7 @@ def test_evaluation_without_labels_skips_kmeans(tiny_table, fast_parameters):
     ],
 )
 def test_bad_input_fails_in_the_first_node_before_any_output(table, message, fast_parameters):
-    catalog = make_catalog(fast_parameters, raw_data=table)
+    catalog = make_catalog(fast_parameters, raw_data=table, previous_selected_features=pd.DataFrame())
     with pytest.raises(DataValidationError, match=message):
         SequentialRunner().run(register_pipelines()["__default__"], catalog)
     assert "standardized_data" not in catalog or not catalog["standardized_data"].exists()
@@ -174,12 +180,13 @@ def test_bad_input_fails_in_the_first_node_before_any_output(table, message, fas
         ("ranking", "score", "l2", "ranking.score = 'l2' is invalid"),
         ("laplacian", "n_neighbors", 40, "laplacian.n_neighbors = 40 is invalid: expected fewer than the 40 samples"),
         ("evaluation", "n_runs", 0, "evaluation.n_runs = 0 is invalid"),
+        ("select", "k", 7, r"select.k = 7 is invalid: expected one of lgrc.k_values \[5, 10\]"),
     ],
 )
 def test_bad_parameters_fail_in_the_first_node_before_any_output(tiny_table, fast_parameters, section, key, value,
                                                                  message):
     fast_parameters[section][key] = value
-    catalog = make_catalog(fast_parameters, raw_data=tiny_table)
+    catalog = make_catalog(fast_parameters, raw_data=tiny_table, previous_selected_features=pd.DataFrame())
     with pytest.raises(ValueError, match=message):
         SequentialRunner().run(register_pipelines()["__default__"], catalog)
     assert not catalog["standardized_data"].exists()
@@ -209,3 +216,27 @@ def test_constant_and_near_constant_features_never_produce_nan(tiny_table, fast_
     ls = catalog.load("laplacian_scores").set_index("feature_index")["laplacian_score"]
     assert np.isinf(ls[[0, 1]]).all() and np.isfinite(ls[2])
     assert np.isfinite(catalog.load("embeddings")["Z"]).all()
+
+
+def test_select_publishes_a_named_list_the_reduced_data_and_stability(tiny_table, fast_parameters):
+    unlabeled = FeatureTable(X=tiny_table.X, feature_names=tiny_table.feature_names)
+    first = run_pipeline("select", fast_parameters, raw_data=unlabeled)
+    listing = first.load("selected_feature_list")
+    assert list(listing.columns) == ["rank", "feature_name", "feature_index", "score", "laplacian_score"]
+    assert list(listing["rank"]) == [1, 2, 3, 4, 5]
+    reduced = first.load("reduced_data")
+    assert list(reduced.columns) == listing["feature_name"].tolist()
+    np.testing.assert_array_equal(reduced.to_numpy(), np.asarray(tiny_table.X)[:, listing["feature_index"]])
+    assert first.load("selection_stability")["previous_version"] is None
+
+    previous = first.load("selected_features").copy()
+    previous.attrs["version"] = "2026-01-01T00.00.00.000Z"
+    previous.loc[previous["k"] == 5, "feature_name"] = ["gone"] + previous.loc[previous["k"] == 5, "feature_name"].tolist()[1:]
+    second = run_pipeline("select", fast_parameters, raw_data=unlabeled, previous_selected_features=previous)
+    stability = second.load("selection_stability")
+    assert stability["previous_version"] == "2026-01-01T00.00.00.000Z"
+    assert stability["per_k"][10]["jaccard"] == 1.0
+    assert stability["per_k"][10]["rank_correlation"] == pytest.approx(1.0)
+    assert stability["per_k"][5]["left"] == ["gone"] and stability["per_k"][5]["entered"] == [listing["feature_name"][0]]
+    assert stability["per_k"][5]["jaccard"] == 4 / 6
+    assert [m["step"] for m in second.load("stability_metrics")["jaccard"]] == [5, 10]

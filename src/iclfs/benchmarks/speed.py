@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from iclfs.core.preprocessing import FeatureTable, invert, prepare
+from iclfs.core.resources import estimate_training_memory
 from iclfs.core.training import TrainingConfig, build_model, fast_step, paper_step, resolve_device
 from iclfs.core.views import ViewConfig, generate_views
 
@@ -133,6 +134,7 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "rss_before_training_bytes": rss_before,
         "flops_per_epoch": flops,
+        "estimated_bytes": estimate_training_memory(d, n, regime, schedule, config.resolved_attention_kernel).total_bytes,
     }
     if device.type == "cuda":
         result["peak_cuda_bytes"] = torch.cuda.max_memory_allocated(device)
@@ -178,8 +180,8 @@ def render(report: dict) -> str:
         "FLOPs are those of one epoch (forward and backward, counted by `torch.utils.flop_counter`).",
         "",
         "| dataset | n x d | regime | paper s/epoch | fast s/epoch | speed-up | paper peak GiB | fast peak GiB "
-        "| memory ratio | fast GFLOP/epoch | fast GFLOP/s | % of matmul rate |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| memory ratio | fast GFLOP/epoch | fast GFLOP/s | % of matmul rate | estimated GiB (paper / fast) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in report["datasets"]:
         paper, fast = row["paper"], row["fast"]
@@ -191,19 +193,21 @@ def render(report: dict) -> str:
             f"| {row['name']} | {fast['n']} x {fast['d']} | {fast['regime']} | {paper['median_seconds']:.2f} | "
             f"{fast['median_seconds']:.2f} | {paper['median_seconds'] / fast['median_seconds']:.2f}x | "
             f"{_gib(_memory(paper))} | {_gib(_memory(fast))} | {_memory(fast) / _memory(paper):.2f} | "
-            f"{fast['flops_per_epoch'] / 1e9:.0f} | {rate:.1f} | {100 * rate / env['matmul_gflops']:.0f}% |"
+            f"{fast['flops_per_epoch'] / 1e9:.0f} | {rate:.1f} | {100 * rate / env['matmul_gflops']:.0f}% | "
+            f"{_gib(paper['estimated_bytes'])} / {_gib(fast['estimated_bytes'])} |"
         )
     for title, key in (("d (n = 200)", "sweep_d"), ("n (d = 2000)", "sweep_n")):
         if not report.get(key):
             continue
         lines += ["", f"## Scale sweep over {title}, `fast` schedule", "",
-                  "| n x d | regime | s/epoch | peak GiB | d x d fp32 would be GiB |", "|---|---|---|---|---|"]
+                  "| n x d | regime | s/epoch | peak GiB | estimated GiB | d x d fp32 would be GiB |",
+                  "|---|---|---|---|---|---|"]
         for r in report[key]:
             if "error" in r:
-                lines.append(f"| {r['source']} | failed: {r['error']} | | | |")
+                lines.append(f"| {r['source']} | failed: {r['error']} | | | | |")
                 continue
             lines.append(f"| {r['n']} x {r['d']} | {r['regime']} | {r['median_seconds']:.2f} | "
-                         f"{_gib(_memory(r))} | {_gib(4 * r['d'] ** 2)} |")
+                         f"{_gib(_memory(r))} | {_gib(r['estimated_bytes'])} | {_gib(4 * r['d'] ** 2)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -6,7 +6,7 @@ permutations (``argsort`` of uniform noise), on whatever device ``A`` lives on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 
@@ -44,13 +44,12 @@ class Views:
         return (self.light, self.heavy, self.pair_a, self.pair_b)
 
     def as_dict(self) -> dict[str, torch.Tensor]:
-        return {
-            "light": self.light,
-            "heavy": self.heavy,
-            "pair_a": self.pair_a,
-            "pair_b": self.pair_b,
-            "negative": self.negative,
-        }
+        return _fields_as_dict(self)
+
+
+def _fields_as_dict(obj: object) -> dict[str, torch.Tensor]:
+    # Not dataclasses.asdict: that deep-copies every tensor.
+    return {f.name: getattr(obj, f.name) for f in fields(obj)}
 
 
 def keep_count(n: int, ratio: float) -> int:
@@ -117,13 +116,7 @@ class ViewMasks:
     negative_order: torch.Tensor  # int64, a permutation of 0..n-1 per row
 
     def as_dict(self) -> dict[str, torch.Tensor]:
-        return {
-            "light": self.light,
-            "heavy": self.heavy,
-            "pair_a": self.pair_a,
-            "pair_b": self.pair_b,
-            "negative_order": self.negative_order,
-        }
+        return _fields_as_dict(self)
 
 
 def generate_masks(

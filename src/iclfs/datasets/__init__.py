@@ -2,6 +2,7 @@
 
 from .feature_table_dataset import FeatureTableDataset
 from .numpy_dataset import NumpyDataset
+from .previous_version_dataset import PreviousVersionDataset
 from .synthetic_dataset import SyntheticDataset
 
-__all__ = ["FeatureTableDataset", "NumpyDataset", "SyntheticDataset"]
+__all__ = ["FeatureTableDataset", "NumpyDataset", "PreviousVersionDataset", "SyntheticDataset"]

@@ -28,6 +28,11 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _check_number(key: str, value: Any, low: float, high: float, expected: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
+        _fail(key, value, expected)
+
+
 def validate_parameters(parameters: dict[str, Any]) -> None:
     """Check every parameter section the pipelines use, naming the first bad one.
 
@@ -58,14 +63,15 @@ def validate_parameters(parameters: dict[str, Any]) -> None:
         _fail("lgrc.k_values", k_values, "a non-empty list of positive integers")
     if len(set(k_values)) != len(k_values):
         _fail("lgrc.k_values", k_values, "no repeated k")
-    alpha = lgrc.get("alpha")
-    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or alpha < 1:
-        _fail("lgrc.alpha", alpha, "a number >= 1")
-    quantile = lgrc.get("quantile")
-    if not isinstance(quantile, (int, float)) or isinstance(quantile, bool) or not 0 <= quantile <= 1:
-        _fail("lgrc.quantile", quantile, "a number in [0, 1]")
+    _check_number("lgrc.alpha", lgrc.get("alpha"), 1, float("inf"), "a number >= 1")
+    _check_number("lgrc.quantile", lgrc.get("quantile"), 0, 1, "a number in [0, 1]")
     if not isinstance(lgrc.get("enabled", True), bool):
         _fail("lgrc.enabled", lgrc.get("enabled"), "true or false")
+
+    if "select" in parameters:
+        k = parameters["select"].get("k")
+        if k not in k_values:
+            _fail("select.k", k, f"one of lgrc.k_values {k_values}")
 
     runs = parameters["evaluation"].get("n_runs")
     if not _is_int(runs) or runs < 1:

@@ -1,0 +1,3 @@
+from .pipeline import create_pipeline
+
+__all__ = ["create_pipeline"]

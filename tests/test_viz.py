@@ -1,0 +1,75 @@
+"""kedro-viz serves every registered pipeline and its nodes (loopback only)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from iclfs.pipeline_registry import register_pipelines
+from tests.conftest import PROJECT_ROOT
+
+
+def free_port() -> int:
+    """A free loopback port below 49152 (kedro-viz refuses the ephemeral range)."""
+    for port in random.Random().sample(range(20000, 49000), 200):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free loopback port found")
+
+
+def get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())
+
+
+@pytest.fixture
+def viz_server():
+    port = free_port()
+    env = {**os.environ, "KEDRO_DISABLE_TELEMETRY": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kedro", "viz", "run", "--no-browser", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        start_new_session=True,  # the server spawns a worker: stop the whole group at the end
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 180
+    try:
+        while True:
+            try:
+                get_json(f"{base}/api/main")
+                break
+            except OSError:
+                if process.poll() is not None or time.time() > deadline:
+                    raise RuntimeError(f"kedro viz did not start: {process.stderr.read().decode()[-2000:]}")
+                time.sleep(1)
+        yield base
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def test_viz_api_lists_every_pipeline_and_node(viz_server):
+    registered = register_pipelines()
+    main = get_json(f"{viz_server}/api/main")
+    assert {p["id"] for p in main["pipelines"]} == set(registered)
+    for name, pipeline in registered.items():
+        served = get_json(f"{viz_server}/api/pipelines/{name}")
+        task_names = {n["name"] for n in served["nodes"] if n["type"] == "task"}
+        assert task_names == {node.name for node in pipeline.nodes}, name
