@@ -286,3 +286,17 @@ def test_airflow_dag_for_select_compiles_with_the_expected_tasks(project):
     # no grouping was needed: every node's outputs are persisted, so each node is its own task
     for node in register_pipelines()["select"].nodes:
         assert f'node_names=["{node.name}"]' in source, node.name
+
+
+def test_unreachable_mlflow_server_fails_fast_with_the_uri_named(project):
+    import socket
+
+    with socket.socket() as sock:  # a loopback port that nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    conf = yaml.safe_load((project / "conf/local/mlflow.yml").read_text())
+    conf["server"]["mlflow_tracking_uri"] = f"http://127.0.0.1:{port}"
+    (project / "conf/local/mlflow.yml").write_text(yaml.safe_dump(conf))
+    with pytest.raises(ConnectionError, match=rf"MLflow tracking server http://127.0.0.1:{port} .* does not answer"):
+        run_session(project)
+    assert not (project / "data").exists()

@@ -4,6 +4,10 @@
 local file a pipeline will write can be created, so an unwritable folder
 fails the run up front with the dataset and folder named.
 
+:class:`MlflowPreflightHook` checks that an HTTP MLflow tracking server
+answers before kedro-mlflow starts talking to it (its client would otherwise
+retry for minutes and end in a deep traceback).
+
 :class:`MlflowArtifactHook` logs a saved catalog artifact to the active MLflow
 run when its catalog entry asks for it with::
 
@@ -19,10 +23,13 @@ from __future__ import annotations
 
 import logging
 import os
+import urllib.error
+import urllib.request
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import mlflow
+from kedro.config import MissingConfigException
 from kedro.framework.hooks import hook_impl
 from kedro.io import AbstractVersionedDataset
 
@@ -101,3 +108,38 @@ class OutputPreflightHook:
             raise OutputNotWritableError(
                 "these outputs cannot be written, so the run was not started:\n  " + "\n  ".join(problems)
             )
+
+
+class TrackingUnavailableError(ConnectionError):
+    """Raised before a run when the configured MLflow tracking server does not answer."""
+
+
+class MlflowPreflightHook:
+    """Fail fast, with the URI and the remedies, when an HTTP tracking server is down."""
+
+    timeout_seconds = 5.0
+
+    @hook_impl(tryfirst=True)  # before kedro-mlflow's own after_context_created
+    def after_context_created(self, context: Any) -> None:
+        loader = context.config_loader
+        # kedro-mlflow registers this pattern in its own hook, which runs after this one.
+        loader.config_patterns.setdefault("mlflow", ["mlflow*", "mlflow*/**", "**/mlflow*"])
+        try:
+            server = loader["mlflow"].get("server", {})
+        except MissingConfigException:  # no mlflow.yml: kedro-mlflow uses its defaults
+            return
+        uri = str(server.get("mlflow_tracking_uri") or "")
+        if not uri.startswith(("http://", "https://")):
+            return
+        try:
+            with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=self.timeout_seconds):
+                return
+        except urllib.error.HTTPError:
+            return  # it answered; authentication and paths are kedro-mlflow's business
+        except (urllib.error.URLError, OSError) as err:
+            reason = getattr(err, "reason", err)
+            raise TrackingUnavailableError(
+                f"the MLflow tracking server {uri} (server.mlflow_tracking_uri in mlflow.yml) does not answer "
+                f"({reason}); nothing was run. Start the server, or track locally by setting "
+                "server.mlflow_tracking_uri: sqlite:///mlflow.db in conf/local/mlflow.yml."
+            ) from None

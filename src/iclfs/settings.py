@@ -2,9 +2,9 @@
 
 from kedro.config import OmegaConfigLoader
 
-from iclfs.hooks import MlflowArtifactHook, OutputPreflightHook
+from iclfs.hooks import MlflowArtifactHook, MlflowPreflightHook, OutputPreflightHook
 
-HOOKS = (OutputPreflightHook(), MlflowArtifactHook())
+HOOKS = (MlflowPreflightHook(), OutputPreflightHook(), MlflowArtifactHook())
 
 CONFIG_LOADER_CLASS = OmegaConfigLoader
 CONFIG_LOADER_ARGS = {

@@ -207,3 +207,19 @@ def test_cuda_without_cuda_raises():
 def test_resolve_device():
     assert resolve_device("cpu").type == "cpu"
     assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_training_that_cannot_fit_is_refused_with_the_estimate_and_options():
+    import torch
+
+    from iclfs.core.model import select_regime
+    from iclfs.core.resources import ResourceLimitError, check_memory, estimate_training_memory
+
+    regime = select_regime(200)
+    paper = estimate_training_memory(50_000, 200, regime, "paper", "reference")
+    fast = estimate_training_memory(50_000, 200, regime, "fast", "fused")
+    assert paper.total_bytes > 10 * fast.total_bytes  # the d x d buffers dominate the literal loop
+    with pytest.raises(ResourceLimitError, match=r"50000 features x 200 samples .* needs about \d+\.\d GiB on cpu, "
+                                                 r"but only 8\.0 GiB is available\. Options: training.schedule: fast"):
+        check_memory(paper, torch.device("cpu"), 50_000, 200, regime, "paper", limit=8 * 2**30)
+    check_memory(fast, torch.device("cpu"), 50_000, 200, regime, "fast", limit=8 * 2**30)  # fits: no error

@@ -115,6 +115,7 @@ def check_memory(estimate: MemoryEstimate, device: torch.device, d: int, n: int,
     if device.type == "cpu":
         options.append("a GPU (training.device: cuda) with more memory")
     options.append("fewer features (pre-filter by variance) or a machine with more memory")
+    options.append("training.check_memory: false to try anyway (the estimate errs on the high side)")
     raise ResourceLimitError(
         f"training on {d} features x {n} samples ({regime.name} regime, {schedule} schedule) needs about "
         f"{estimate.total_bytes / gib:.1f} GiB on {device}, but only {limit / gib:.1f} GiB is available. "

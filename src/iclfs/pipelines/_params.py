@@ -78,8 +78,18 @@ def validate_parameters(parameters: dict[str, Any]) -> None:
         _fail("evaluation.n_runs", runs, "a positive integer")
 
 
-def validate_for_data(parameters: dict[str, Any], n_samples: int) -> None:
-    """The parameter checks that depend on the data's number of samples."""
+def validate_for_data(parameters: dict[str, Any], n_samples: int, n_features: int) -> None:
+    """The checks that depend on the data's shape: neighbours, and whether training will fit in memory."""
+    from iclfs.core.model import select_regime
+    from iclfs.core.resources import check_memory, estimate_training_memory
+    from iclfs.core.training import TrainingConfig, resolve_device
+
     neighbors = parameters["laplacian"]["n_neighbors"]
     if neighbors >= n_samples:
         _fail("laplacian.n_neighbors", neighbors, f"fewer than the {n_samples} samples")
+    config = TrainingConfig(**parameters["training"])
+    if config.check_memory:
+        regime = select_regime(n_samples, config.regime, config.regime_threshold)
+        estimate = estimate_training_memory(n_features, n_samples, regime, config.schedule,
+                                            config.resolved_attention_kernel, config.use_attention)
+        check_memory(estimate, resolve_device(config.device), n_features, n_samples, regime, config.schedule)

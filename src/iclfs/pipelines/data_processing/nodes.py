@@ -23,7 +23,7 @@ def prepare_data(raw_data: FeatureTable, parameters: dict) -> tuple[np.ndarray, 
     """
     validate_parameters(parameters)
     prepared = prepare(raw_data, min_features=min(parameters["lgrc"]["k_values"]))
-    validate_for_data(parameters, n_samples=prepared.standardized.shape[0])
+    validate_for_data(parameters, *prepared.standardized.shape)
     labels = {"classes": [], "codes": []}
     if prepared.labels is not None:
         labels = {"classes": prepared.classes, "codes": prepared.labels.tolist()}
