@@ -33,6 +33,11 @@ def _check_number(key: str, value: Any, low: float, high: float, expected: str) 
         _fail(key, value, expected)
 
 
+def _check_positive_int(key: str, value: Any) -> None:
+    if not _is_int(value) or value < 1:
+        _fail(key, value, "a positive integer")
+
+
 def validate_parameters(parameters: dict[str, Any]) -> None:
     """Check every parameter section the pipelines use, naming the first bad one.
 
@@ -53,9 +58,7 @@ def validate_parameters(parameters: dict[str, Any]) -> None:
     if score not in SCORE_NAMES:
         _fail("ranking.score", score, f"one of {', '.join(SCORE_NAMES)}")
 
-    neighbors = parameters["laplacian"].get("n_neighbors")
-    if not _is_int(neighbors) or neighbors < 1:
-        _fail("laplacian.n_neighbors", neighbors, "a positive integer")
+    _check_positive_int("laplacian.n_neighbors", parameters["laplacian"].get("n_neighbors"))
 
     lgrc = parameters["lgrc"]
     k_values = lgrc.get("k_values")
@@ -73,9 +76,7 @@ def validate_parameters(parameters: dict[str, Any]) -> None:
         if k not in k_values:
             _fail("select.k", k, f"one of lgrc.k_values {k_values}")
 
-    runs = parameters["evaluation"].get("n_runs")
-    if not _is_int(runs) or runs < 1:
-        _fail("evaluation.n_runs", runs, "a positive integer")
+    _check_positive_int("evaluation.n_runs", parameters["evaluation"].get("n_runs"))
 
 
 def validate_for_data(parameters: dict[str, Any], n_samples: int, n_features: int) -> None:
