@@ -300,3 +300,14 @@ def test_unreachable_mlflow_server_fails_fast_with_the_uri_named(project):
     with pytest.raises(ConnectionError, match=rf"MLflow tracking server http://127.0.0.1:{port} .* does not answer"):
         run_session(project)
     assert not (project / "data").exists()
+
+
+def test_local_parameters_override_single_keys_of_a_section(project):
+    (project / "conf/local/parameters.yml").write_text(yaml.safe_dump({"lgrc": {"k_values": [4, 8]},
+                                                                       "select": {"k": 4},
+                                                                       "training": {"epochs": 1, "progress": False},
+                                                                       "evaluation": {"n_runs": 2}}))
+    with KedroSession.create(project_path=project) as session:
+        params = session.load_context().params
+    assert params["lgrc"] == {"enabled": True, "k_values": [4, 8], "alpha": 1.5, "quantile": 0.75}
+    assert params["training"]["epochs"] == 1 and params["training"]["temperature"] == 0.05

@@ -10,4 +10,7 @@ CONFIG_LOADER_CLASS = OmegaConfigLoader
 CONFIG_LOADER_ARGS = {
     "base_env": "base",
     "default_run_env": "local",
+    # conf/local/parameters.yml may set one key of a section (lgrc.k_values)
+    # without repeating the rest of it.
+    "merge_strategy": {"parameters": "soft"},
 }
