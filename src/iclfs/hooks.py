@@ -69,7 +69,10 @@ class MlflowArtifactHook:
         if path is None or not path.exists():
             LOGGER.warning("Not logging %s to MLflow: no local file found (%s)", dataset_name, path)
             return
-        mlflow.log_artifact(str(path), artifact_path=metadata[METADATA_KEY] or None)
+        if path.is_dir():  # a dict of figures saves one file per key
+            mlflow.log_artifacts(str(path), artifact_path=metadata[METADATA_KEY] or None)
+        else:
+            mlflow.log_artifact(str(path), artifact_path=metadata[METADATA_KEY] or None)
 
 
 class OutputNotWritableError(PermissionError):

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from kedro.pipeline import Pipeline
 
-from iclfs.pipelines import data_processing, evaluation, laplacian, lgrc, publish, ranking, training, views
+from iclfs.pipelines import (
+    benchmark,
+    benchmark_report,
+    data_processing,
+    evaluation,
+    laplacian,
+    lgrc,
+    publish,
+    ranking,
+    training,
+    views,
+)
 
 STAGES = {
     "data_processing": data_processing,
@@ -25,4 +36,7 @@ def register_pipelines() -> dict[str, Pipeline]:
     pipelines = {name: module.create_pipeline() for name, module in STAGES.items()}
     pipelines["select"] = sum((pipelines[name] for name in SELECT), Pipeline([]))
     pipelines["__default__"] = sum((pipelines[name] for name in STAGES), Pipeline([]))
+    # One namespace per dataset (kedro run --pipeline benchmark --namespaces COIL20), then the report.
+    pipelines["benchmark_report"] = benchmark_report.create_pipeline()
+    pipelines["benchmark"] = benchmark.create_pipeline() + pipelines["benchmark_report"]
     return pipelines

@@ -14,6 +14,7 @@ from iclfs.core.training import (
     build_model,
     embed,
     fast_step,
+    paper_equivalent_momenta,
     paper_step,
     resolve_device,
     train,
@@ -223,3 +224,65 @@ def test_training_that_cannot_fit_is_refused_with_the_estimate_and_options():
                                                  r"but only 8\.0 GiB is available\. Options: training.schedule: fast"):
         check_memory(paper, torch.device("cpu"), 50_000, 200, regime, "paper", limit=8 * 2**30)
     check_memory(fast, torch.device("cpu"), 50_000, 200, regime, "fast", limit=8 * 2**30)  # fits: no error
+
+
+def test_one_random_view_paper_and_fast_agree_with_the_dense_objective():
+    """WLDAR: L = L_con(random view) + lam L_dec, the same in both schedules."""
+    config = TrainingConfig(dropout=0.0, device="cpu", progress=False)
+    torch.manual_seed(0)
+    model, _ = build_model(10, config)
+    model = model.to(torch.float64).train()
+    A = torch.randn(24, 10, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    views = generate_views(A, ViewConfig(positives="random"), torch.Generator().manual_seed(2))
+    m_paper, m_fast, m_ref = copy.deepcopy(model), copy.deepcopy(model), copy.deepcopy(model)
+    lp = paper_step(m_paper, A, views, TAU, 0.2)["loss"]
+    lf = fast_step(m_fast, A, views, TAU, 0.2)["loss"]
+
+    _, za = m_ref(A)
+    _, zn = m_ref(views.negative)
+    _, zp = m_ref(views.random)
+    a, ng, p = (F.normalize(z, dim=1) for z in (za, zn, zp))
+    logits = torch.cat([a @ p.T, (a * ng).sum(dim=1, keepdim=True)], dim=1) / TAU
+    ref = F.cross_entropy(logits, torch.arange(24)) + 0.2 * ((a @ a.T - torch.eye(24, dtype=a.dtype)) ** 2).mean()
+    assert lp == pytest.approx(ref.item(), rel=1e-9)
+    assert lf == pytest.approx(ref.item(), rel=1e-9)
+
+
+@pytest.mark.parametrize("schedule", ["fast", "paper"])
+def test_train_with_one_random_view(schedule):
+    A = np.random.default_rng(0).standard_normal((30, 12)).astype(np.float32)
+    result = train(A, TrainingConfig(epochs=2, schedule=schedule, progress=False),
+                   ViewConfig(positives="random"), seed=0)
+    assert len(result.history) == 2 and np.isfinite(result.history[-1]["loss"])
+
+
+@pytest.mark.parametrize("n_views", [4, 1])
+def test_paper_equivalent_momenta_reproduce_the_papers_update_sequence(n_views):
+    rng = np.random.default_rng(0)
+    stats = {"anchor": rng.standard_normal(), "negative": rng.standard_normal(),
+             **{f"view{i}": rng.standard_normal() for i in range(n_views)}}
+    paper = start = 0.7
+    for i in range(n_views):
+        for name in ("anchor", "negative", f"view{i}"):
+            paper = 0.99 * paper + 0.01 * stats[name]
+    fast = start
+    for mu, value in zip(paper_equivalent_momenta(0.01, n_views), stats.values(), strict=True):
+        assert 0 < mu < 1
+        fast = (1 - mu) * fast + mu * value
+    assert fast == pytest.approx(paper, rel=1e-12)
+
+
+def test_fast_step_leaves_the_papers_batchnorm_statistics():
+    model, _, A, views = _setup()
+    m_paper, m_fast = copy.deepcopy(model), copy.deepcopy(model)
+    paper_step(m_paper, A, views, TAU, 0.2)
+    fast_step(m_fast, A, views, TAU, 0.2)
+    fast_buffers = dict(m_fast.named_buffers())
+    compared = 0
+    for name, buffer in m_paper.named_buffers():
+        if name.endswith(("running_mean", "running_var")):
+            torch.testing.assert_close(fast_buffers[name], buffer, rtol=1e-10, atol=1e-12, msg=name)
+            compared += 1
+    assert compared == 6
+    momenta = {layer.momentum for layer in m_fast.modules() if isinstance(layer, torch.nn.BatchNorm1d)}
+    assert momenta == {0.01}  # restored after the step

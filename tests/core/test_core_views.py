@@ -177,3 +177,31 @@ def test_view_config_validation():
         ViewConfig(heavy_keep=1.5)
     with pytest.raises(ValueError):
         ViewConfig(pair_overlap=-0.1)
+
+
+def test_random_positive_view_replaces_the_four_structured_ones():
+    A = torch.randn(30, 20, generator=torch.Generator().manual_seed(0))
+    config = ViewConfig(positives="random", random_keep=0.4)
+    views = generate_views(A, config, torch.Generator().manual_seed(1))
+    assert len(views.positives) == 1 and views.light is None and views.pair_b is None
+    kept = (views.random != 0).sum(dim=1)
+    assert bool((kept == 8).all())  # round(0.4 * 20), no zero entries in A
+    masked = views.random != 0
+    torch.testing.assert_close(views.random[masked], A[masked])
+    assert set(views.as_dict()) == {"negative", "random"}
+    # Rows get different masks, as the structured views do.
+    assert len({tuple(row.tolist()) for row in masked}) > 1
+
+
+def test_structured_views_have_four_positives():
+    A = torch.randn(6, 10, generator=torch.Generator().manual_seed(0))
+    views = generate_views(A, ViewConfig(), torch.Generator().manual_seed(1))
+    assert len(views.positives) == 4 and views.random is None
+    assert "random" not in views.as_dict()
+
+
+def test_positives_must_be_known():
+    with pytest.raises(ValueError, match="views.positives"):
+        ViewConfig(positives="shuffled")
+    with pytest.raises(ValueError, match="random_keep"):
+        ViewConfig(random_keep=0.0)

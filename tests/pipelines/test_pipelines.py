@@ -43,7 +43,7 @@ def run_pipeline(name: str, params: dict, **data) -> DataCatalog:
 
 def test_registry_has_every_stage_and_default_chains_them():
     pipelines = register_pipelines()
-    assert set(STAGES) | {"__default__", "select"} == set(pipelines)
+    assert set(STAGES) | {"__default__", "select", "benchmark", "benchmark_report"} == set(pipelines)
     default = pipelines["__default__"]
     assert default.inputs() == {"raw_data", "parameters", "previous_selected_features"} | {
         f"params:{p}" for p in ("lgrc", "views", "seed", "training", "ranking", "laplacian", "evaluation", "select")}
@@ -65,10 +65,27 @@ def test_every_catalog_entry_of_the_default_pipeline_is_declared(base_parameters
     from tests.conftest import PROJECT_ROOT
 
     loader = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), base_env="base", default_run_env="base")
-    catalog = {k for k in loader["catalog"] if not k.startswith("_")}
+    catalog = {k for k in loader["catalog"] if not k.startswith("_") and "{" not in k}
     default = register_pipelines()["__default__"]
     params = {d for d in default.datasets() if d.startswith("params:") or d == "parameters"}
-    assert default.datasets() - params == catalog
+    report = register_pipelines()["benchmark_report"].all_outputs()
+    assert default.datasets() - params == catalog - report
+
+
+def test_every_benchmark_dataset_resolves_through_a_factory():
+    from kedro.config import OmegaConfigLoader
+    from kedro.io import DataCatalog, MemoryDataset
+
+    from tests.conftest import PROJECT_ROOT
+
+    loader = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), base_env="base", default_run_env="base")
+    catalog = DataCatalog.from_config(loader["catalog"])
+    names = register_pipelines()["benchmark"].datasets()
+    for name in sorted(n for n in names if not n.startswith("params:") and n != "parameters"):
+        dataset = catalog.get(name)
+        assert not isinstance(dataset, MemoryDataset), f"{name} has no catalog entry (it would not be saved)"
+        if name.startswith("COIL20."):
+            assert "COIL20" in str(dataset._describe().get("filepath", dataset._describe())), name
 
 
 def test_default_pipeline_end_to_end(tiny_table, fast_parameters):

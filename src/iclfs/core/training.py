@@ -11,11 +11,13 @@ Two schedules give the same objective:
 ``fast``
     Embeds the anchor and the negative once per epoch (6 forward passes) with
     fused attention, computes the decorrelation term once in O(d d_z^2) and
-    the InfoNCE terms block-wise with bounded memory. With dropout off and the
-    same views, its loss and gradients equal the paper's (tested); with
-    dropout on it differs in which dropout masks are drawn, and its BatchNorm
-    running statistics see each map once per epoch instead of the paper's mix
-    (anchor and negative four times each).
+    the InfoNCE terms block-wise with bounded memory. Each pass updates the
+    BatchNorm running statistics with a momentum chosen so that, after the
+    epoch, they equal what the paper's 12 updates (anchor, negative, view m,
+    for m = 1..4) give (:func:`paper_equivalent_momenta`): eval-mode scores
+    read those statistics. With dropout off and the same views, its loss,
+    gradients and running statistics equal the paper's (tested); with dropout
+    on it differs in which dropout masks are drawn.
 """
 
 from __future__ import annotations
@@ -144,30 +146,90 @@ def paper_step(model: ICLFSNetwork, A: torch.Tensor, views: Views, temperature: 
     Dense losses, as the paper writes them; ``loss_chunk_size`` is ignored.
     """
     con_total = dec_total = 0.0
+    m = len(views.positives)
     for view in views.positives:
         _, z_anchor = model(A)
         _, z_neg = model(views.negative)
         _, z_pos = model(view)
         con = info_nce_dense(z_anchor, z_pos, z_neg, temperature)
         dec = decorrelation_dense(z_anchor) if lam else z_anchor.new_zeros(())
-        (con / 4 + lam * dec).backward()
-        con_total += con.item() / 4
+        (con / m + lam * dec).backward()
+        con_total += con.item() / m
         dec_total += dec.item()
-    return {"loss": con_total + lam * dec_total, "contrastive": con_total, "decorrelation": dec_total / 4}
+    return {"loss": con_total + lam * dec_total, "contrastive": con_total, "decorrelation": dec_total / m}
+
+
+def paper_equivalent_momenta(momentum: float, n_views: int) -> list[float]:
+    """BatchNorm momenta for the passes anchor, negative, view 1..m of ``fast_step``.
+
+    The paper's epoch updates the running statistics 3 m times, in the order
+    (anchor, negative, view i) for i = 1..m, each with ``momentum``: a statistic
+    seen at update t of T = 3 m ends with weight momentum (1 - momentum)^(T - t).
+    Summing the anchor's m weights, the negative's m weights and each view's
+    one weight, and solving the EMA recursion of the fast order backwards,
+    gives per-pass momenta whose 2 + m updates leave the same running
+    statistics (exactly, when each map's batch statistics are the same in
+    every pass, i.e. with dropout off).
+    """
+    keep = 1.0 - momentum
+    total = 3 * n_views
+    weight = lambda t: momentum * keep ** (total - t)  # noqa: E731  (t = 1..total)
+    anchor = sum(weight(3 * i + 1) for i in range(n_views))
+    negative = sum(weight(3 * i + 2) for i in range(n_views))
+    targets = [anchor, negative, *(weight(3 * i + 3) for i in range(n_views))]
+    momenta: list[float] = []
+    later = 1.0  # product of (1 - mu) over the passes after this one
+    for target in reversed(targets):
+        mu = target / later
+        momenta.append(mu)
+        later *= 1.0 - mu
+    return momenta[::-1]
+
+
+class _BatchNormMomentum:
+    """Set the momentum of every BatchNorm layer for one forward pass, then restore it."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.layers = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+        self.saved = [layer.momentum for layer in self.layers]
+
+    def __call__(self, momentum: float) -> _BatchNormMomentum:
+        for layer in self.layers:
+            layer.momentum = momentum
+        return self
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        for layer, momentum in zip(self.layers, self.saved, strict=True):
+            layer.momentum = momentum
 
 
 def fast_step(model: ICLFSNetwork, A: torch.Tensor, views: Views, temperature: float, lam: float,
               loss_chunk_size: int | None = None) -> dict[str, float]:
-    """Accumulate gradients of the same objective with anchor/negative embedded once."""
-    _, z_anchor = model(A)
-    _, z_neg = model(views.negative)
+    """Accumulate gradients of the same objective with anchor/negative embedded once.
+
+    The BatchNorm running statistics end the epoch as the paper's loop leaves
+    them (see :func:`paper_equivalent_momenta`).
+    """
+    m = len(views.positives)
+    bn = _BatchNormMomentum(model)
+    momenta = paper_equivalent_momenta(bn.saved[0], m) if bn.layers else [None] * (2 + m)
+    with bn(momenta[0]):
+        _, z_anchor = model(A)
+    with bn(momenta[1]):
+        _, z_neg = model(views.negative)
+    positives = []
+    for view, momentum in zip(views.positives, momenta[2:], strict=True):
+        with bn(momentum):
+            positives.append(model(view)[1])
     con = sum(
-        info_nce_with_negative(z_anchor, model(view)[1], z_neg, temperature, loss_chunk_size)
-        for view in views.positives
-    ) / 4
+        info_nce_with_negative(z_anchor, z_pos, z_neg, temperature, loss_chunk_size) for z_pos in positives
+    ) / m
     dec = decorrelation_loss(z_anchor) if lam else z_anchor.new_zeros(())
-    # The paper adds lambda * L_dec once per positive view: four times per step.
-    loss = con + 4 * lam * dec
+    # The paper adds lambda * L_dec once per positive view: m (four) times per step.
+    loss = con + m * lam * dec
     loss.backward()
     return {"loss": loss.item(), "contrastive": con.item(), "decorrelation": dec.item()}
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass, fields
 
 import torch
 
+POSITIVE_VIEWS = ("structured", "random")
+
 
 @dataclass(frozen=True)
 class ViewConfig:
@@ -19,9 +21,16 @@ class ViewConfig:
     heavy_keep: float = 0.60
     pair_keep: float = 0.50
     pair_overlap: float = 0.10
+    # "random": one random-masked positive view instead of the four structured
+    # ones (the paper's WLDAR ablation). Its keep ratio is not stated in the
+    # paper; 0.5 is our choice, the pair views' ratio.
+    positives: str = "structured"
+    random_keep: float = 0.50
 
     def __post_init__(self) -> None:
-        for name in ("light_keep", "heavy_keep", "pair_keep"):
+        if self.positives not in POSITIVE_VIEWS:
+            raise ValueError(f"views.positives must be one of {POSITIVE_VIEWS}, got {self.positives!r}")
+        for name in ("light_keep", "heavy_keep", "pair_keep", "random_keep"):
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
                 raise ValueError(f"views.{name} must be in (0, 1], got {value!r}")
@@ -31,25 +40,31 @@ class ViewConfig:
 
 @dataclass
 class Views:
-    """One epoch's views, each of shape (d, n) like the anchor map."""
+    """One epoch's views, each of shape (d, n) like the anchor map.
 
-    light: torch.Tensor  # m1
-    heavy: torch.Tensor  # m2
-    pair_a: torch.Tensor  # m3
-    pair_b: torch.Tensor  # m4
+    With ``positives="structured"`` the four masked views are set and ``random``
+    is None; with ``"random"`` only ``random`` is.
+    """
+
+    light: torch.Tensor | None  # m1
+    heavy: torch.Tensor | None  # m2
+    pair_a: torch.Tensor | None  # m3
+    pair_b: torch.Tensor | None  # m4
     negative: torch.Tensor  # m-
+    random: torch.Tensor | None = None  # the WLDAR ablation's single positive
 
     @property
-    def positives(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        return (self.light, self.heavy, self.pair_a, self.pair_b)
+    def positives(self) -> tuple[torch.Tensor, ...]:
+        """The positive views in SPEC order (four structured ones, or the one random one)."""
+        return tuple(v for v in (self.light, self.heavy, self.pair_a, self.pair_b, self.random) if v is not None)
 
     def as_dict(self) -> dict[str, torch.Tensor]:
         return _fields_as_dict(self)
 
 
 def _fields_as_dict(obj: object) -> dict[str, torch.Tensor]:
-    # Not dataclasses.asdict: that deep-copies every tensor.
-    return {f.name: getattr(obj, f.name) for f in fields(obj)}
+    # Not dataclasses.asdict: that deep-copies every tensor. Absent views are left out.
+    return {f.name: getattr(obj, f.name) for f in fields(obj) if getattr(obj, f.name) is not None}
 
 
 def keep_count(n: int, ratio: float) -> int:
@@ -109,11 +124,12 @@ def complementary_masks(
 class ViewMasks:
     """The random draws behind one epoch's views, each (d, n)."""
 
-    light: torch.Tensor  # bool
-    heavy: torch.Tensor  # bool
-    pair_a: torch.Tensor  # bool
-    pair_b: torch.Tensor  # bool
+    light: torch.Tensor | None  # bool
+    heavy: torch.Tensor | None  # bool
+    pair_a: torch.Tensor | None  # bool
+    pair_b: torch.Tensor | None  # bool
     negative_order: torch.Tensor  # int64, a permutation of 0..n-1 per row
+    random: torch.Tensor | None = None  # bool, positives="random" only
 
     def as_dict(self) -> dict[str, torch.Tensor]:
         return _fields_as_dict(self)
@@ -126,6 +142,9 @@ def generate_masks(
 
     The draw order is fixed, so the same generator state gives the same masks.
     """
+    if config.positives == "random":
+        random = random_keep_mask(d, n, keep_count(n, config.random_keep), generator, device)
+        return ViewMasks(None, None, None, None, random_permutations(d, n, generator, device), random=random)
     light = random_keep_mask(d, n, keep_count(n, config.light_keep), generator, device)
     heavy = random_keep_mask(d, n, keep_count(n, config.heavy_keep), generator, device)
     keep, overlap = pair_counts(n, config.pair_keep, config.pair_overlap)
@@ -136,17 +155,22 @@ def generate_masks(
 def apply_masks(A: torch.Tensor, masks: ViewMasks) -> Views:
     """The five views of ``A``: masked copies (zeros elsewhere) and the row-shuffled negative."""
     zero = A.new_zeros(())
+
+    def masked(mask: torch.Tensor | None) -> torch.Tensor | None:
+        return None if mask is None else torch.where(mask, A, zero)
+
     return Views(
-        light=torch.where(masks.light, A, zero),
-        heavy=torch.where(masks.heavy, A, zero),
-        pair_a=torch.where(masks.pair_a, A, zero),
-        pair_b=torch.where(masks.pair_b, A, zero),
+        light=masked(masks.light),
+        heavy=masked(masks.heavy),
+        pair_a=masked(masks.pair_a),
+        pair_b=masked(masks.pair_b),
         negative=A.gather(1, masks.negative_order),
+        random=masked(masks.random),
     )
 
 
 def generate_views(A: torch.Tensor, config: ViewConfig, generator: torch.Generator) -> Views:
-    """Draw the five views of SPEC §2 for the (d, n) anchor map ``A``.
+    """Draw the views of SPEC §2 (five, or two with ``positives="random"``) for the (d, n) anchor map ``A``.
 
     ``generator`` must live on ``A.device``.
     """

@@ -4,5 +4,6 @@ from .feature_table_dataset import FeatureTableDataset
 from .numpy_dataset import NumpyDataset
 from .previous_version_dataset import PreviousVersionDataset
 from .synthetic_dataset import SyntheticDataset
+from .table_dataset import TableDataset
 
-__all__ = ["FeatureTableDataset", "NumpyDataset", "PreviousVersionDataset", "SyntheticDataset"]
+__all__ = ["FeatureTableDataset", "NumpyDataset", "PreviousVersionDataset", "SyntheticDataset", "TableDataset"]

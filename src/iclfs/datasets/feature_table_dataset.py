@@ -72,7 +72,7 @@ class FeatureTableDataset(AbstractDataset[None, FeatureTable]):
         if not self._fs.exists(source):
             raise DatasetError(
                 f"{source}: file not found. Check the path (for the benchmark files, the "
-                "'datasets_dir' entry in conf/scikit_feature/globals.yml)."
+                "'datasets_dir' entry in conf/base/globals.yml)."
             )
         with self._fs.open(source, "rb") as handle:
             raw = handle.read()

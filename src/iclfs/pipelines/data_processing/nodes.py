@@ -19,7 +19,8 @@ def prepare_data(raw_data: FeatureTable, parameters: dict) -> tuple[np.ndarray, 
         standardized_data: (n_samples, n_features) float32 z-scores.
         labels: ``{"classes": [...], "codes": [...]}``; both empty without labels.
         feature_names: one name per column.
-        ground_truth: ``{"informative_features": [...] or None}`` (synthetic data only).
+        ground_truth: ``{"informative_features": [...] or None (synthetic data only),
+            "source": where the table was read from}``.
     """
     validate_parameters(parameters)
     prepared = prepare(raw_data, min_features=min(parameters["lgrc"]["k_values"]))
@@ -27,7 +28,8 @@ def prepare_data(raw_data: FeatureTable, parameters: dict) -> tuple[np.ndarray, 
     labels = {"classes": [], "codes": []}
     if prepared.labels is not None:
         labels = {"classes": prepared.classes, "codes": prepared.labels.tolist()}
-    ground_truth = {"informative_features": prepared.informative_features, **raw_data.metadata}
+    ground_truth = {"informative_features": prepared.informative_features, "source": raw_data.source,
+                    **raw_data.metadata}
     return prepared.standardized, labels, prepared.feature_names, ground_truth
 
 

@@ -32,8 +32,10 @@ def sample_views(inverted_data: np.ndarray, views: dict, seed: int) -> tuple[dic
         "heavy": keep_count(n, config.heavy_keep),
         "pair_a": keep,
         "pair_b": keep,
+        "random": keep_count(n, config.random_keep),
     }
-    shared = (masks.pair_a & masks.pair_b).sum(dim=1).numpy()
+    if config.positives == "structured":
+        shared = (masks.pair_a & masks.pair_b).sum(dim=1).numpy()
     rows = []
     for name, mask in masks.as_dict().items():
         if mask.dtype != torch.bool:

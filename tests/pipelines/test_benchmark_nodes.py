@@ -1,0 +1,174 @@
+"""The benchmark's nodes: variant names, one protocol for every method, merging, the report."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from iclfs.benchmarks.paper import PAPER_RESULTS
+from iclfs.pipelines.benchmark import BENCHMARK_DATASETS, create_pipeline
+from iclfs.pipelines.benchmark.nodes import (
+    RESULT_COLUMNS,
+    evaluate_methods,
+    iclfs_variant,
+    merge_results,
+    rank_baselines,
+)
+from iclfs.pipelines.benchmark_report.nodes import best_rows, build_report, plot_benchmark, summarize
+
+
+@pytest.mark.parametrize(
+    ("changes", "name"),
+    [
+        ({}, "ICLFS"),
+        ({"lgrc": {"enabled": False}}, "ICLFS-WL"),
+        ({"lgrc": {"enabled": False}, "training": {"use_decorrelation": False}}, "ICLFS-WLD"),
+        ({"lgrc": {"enabled": False}, "training": {"use_decorrelation": False, "use_attention": False}},
+         "ICLFS-WLDA"),
+        ({"lgrc": {"enabled": False}, "training": {"use_decorrelation": False, "use_attention": False},
+          "views": {"positives": "random"}}, "ICLFS-WLDAR"),
+        ({"training": {"use_attention": False}}, "ICLFS-WA"),
+        ({"ranking": {"score": "h_norm"}}, "ICLFS (h_norm)"),
+        ({"training": {"schedule": "fast"}, "lgrc": {"enabled": False}}, "ICLFS-WL [fast]"),
+    ],
+)
+def test_variant_names_follow_the_papers_ablation_names(base_parameters, changes, name):
+    params = copy.deepcopy(base_parameters)
+    for section, values in changes.items():
+        params[section].update(values)
+    assert iclfs_variant(params) == name
+
+
+def test_every_namespace_has_the_same_nodes_and_shares_parameters():
+    pipeline = create_pipeline()
+    namespaces = {node.namespace for node in pipeline.nodes}
+    assert namespaces == set(BENCHMARK_DATASETS)
+    per_namespace = {ns: sorted(n.name.split(".", 1)[1] for n in pipeline.nodes if n.namespace == ns)
+                     for ns in namespaces}
+    assert len({tuple(v) for v in per_namespace.values()}) == 1
+    assert {"rank_baselines", "evaluate_methods", "merge_results", "train_model"} <= set(per_namespace["COIL20"])
+    params = {i for i in pipeline.inputs() if i.startswith("params:")}
+    assert params and all("." not in p for p in params)  # shared, not COIL20.params
+    assert {f"{ns}.raw_data" for ns in BENCHMARK_DATASETS} <= pipeline.inputs()
+
+
+@pytest.fixture
+def three_clusters():
+    rng = np.random.default_rng(0)
+    codes = np.repeat([0, 1, 2], 20)
+    X = rng.standard_normal((60, 30))
+    X[:, :5] += 4 * codes[:, None]  # five informative columns
+    X = (X - X.mean(0)) / X.std(0)
+    return X.astype(np.float32), {"classes": ["a", "b", "c"], "codes": codes.tolist()}
+
+
+def _params(base_parameters, **benchmark):
+    params = copy.deepcopy(base_parameters)
+    params["lgrc"]["k_values"] = [5, 10, 50]
+    params["evaluation"]["n_runs"] = 3
+    params["benchmark"] = {**params["benchmark"], **benchmark}
+    return params
+
+
+def test_every_method_goes_through_one_protocol(base_parameters, three_clusters):
+    X, labels = three_clusters
+    params = _params(base_parameters, random_seeds=4)
+    ls = pd.DataFrame({"feature_index": np.arange(30), "laplacian_score": np.linspace(0, 1, 30)})
+    rankings, seconds = rank_baselines(X, labels, ls, params["benchmark"], seed=42)
+    assert set(rankings) == {"laplacian_score", "spec", "mcfs", "ndfs", "random"}
+    assert rankings["random"].shape == (4, 30)
+    np.testing.assert_array_equal(rankings["laplacian_score"], np.arange(30))
+
+    selected = pd.DataFrame({"k": [5] * 5 + [10] * 10, "rank": list(range(1, 6)) + list(range(1, 11)),
+                             "feature_index": list(range(5)) + list(range(10))})
+    history = pd.DataFrame({"seconds": [1.5, 2.5], "device": "cpu", "schedule": "paper"})
+    table = evaluate_methods(X, labels, {"source": "/data/toy.mat"}, selected, history, rankings, seconds, params)
+
+    assert list(table.columns) == RESULT_COLUMNS
+    assert set(table["dataset"]) == {"toy"}
+    iclfs = table[table["method"] == "ICLFS"]
+    assert list(iclfs["k"]) == [5, 10] and (iclfs["seconds"] == 4.0).all()
+    assert iclfs["accuracy_mean"].iloc[0] == pytest.approx(1.0)  # the five informative columns
+    for method in ("LS", "SPEC", "MCFS", "NDFS", "random"):
+        assert list(table.loc[table["method"] == method, "k"]) == [5, 10], method  # k = 50 > d dropped
+    assert (table.loc[table["method"] == "random", "n_runs"] == 12).all()  # 4 rankings x 3 runs, pooled
+    everything = table[table["method"] == "all features"]
+    assert list(everything["k"]) == [30] and (everything["n_runs"] == 3).all()
+    assert (table["seed"] == 42).all() and (table["epochs"] == params["training"]["epochs"]).all()
+
+
+def test_the_protocol_refuses_unlabelled_data(base_parameters, three_clusters):
+    X, _ = three_clusters
+    params = _params(base_parameters, baselines=["all_features"])
+    history = pd.DataFrame({"seconds": [1.0], "device": "cpu", "schedule": "paper"})
+    with pytest.raises(ValueError, match="needs class labels.*toy.csv has none"):
+        evaluate_methods(X, {"classes": [], "codes": []}, {"source": "toy.csv"}, pd.DataFrame(columns=["k"]),
+                         history, {}, {}, params)
+
+
+def test_unknown_baseline_is_named(base_parameters, three_clusters):
+    X, labels = three_clusters
+    with pytest.raises(ValueError, match=r"unknown benchmark.baselines \['relieff'\]"):
+        rank_baselines(X, labels, pd.DataFrame(), {"baselines": ["relieff"]}, seed=0)
+
+
+def _result(method, seed, accs, dataset="COIL20", ks=(50, 100)):
+    return pd.DataFrame({
+        "dataset": dataset, "method": method, "k": list(ks), "accuracy_mean": accs, "accuracy_std": 0.01,
+        "nmi_mean": 0.5, "nmi_std": 0.01, "n_runs": 20, "seconds": 10.0, "evaluation_seconds": 1.0, "seed": seed,
+        "device": "cpu", "schedule": "paper", "epochs": 100, "run_at": "2026-11-22T00:00:00Z",
+        "versions": "iclfs=0.1.0",
+    })[RESULT_COLUMNS]
+
+
+def test_merge_replaces_the_same_method_and_seed_and_keeps_the_rest():
+    old = pd.concat([_result("ICLFS", 42, [0.5, 0.6]), _result("LS", 42, [0.4, 0.3]),
+                     _result("ICLFS", 43, [0.55, 0.5])])
+    new = pd.concat([_result("ICLFS-WL", 42, [0.45, 0.5]), _result("LS", 42, [0.41, 0.31])])
+    merged = merge_results(new, old)
+    assert sorted(set(zip(merged["method"], merged["seed"]))) == [("ICLFS", 42), ("ICLFS", 43), ("ICLFS-WL", 42),
+                                                                 ("LS", 42)]
+    assert list(merged.loc[merged["method"] == "LS", "accuracy_mean"]) == [0.41, 0.31]
+    assert len(merged) == 8
+    assert merge_results(new, pd.DataFrame()).equals(merge_results(new, None))
+    with pytest.raises(ValueError, match="lacks columns"):
+        merge_results(new, old.drop(columns=["seed"]))
+
+
+def test_best_row_ties_go_to_the_smaller_k():
+    table = _result("ICLFS", 42, [0.6, 0.6])
+    assert int(best_rows(table)["k"].iloc[0]) == 50
+
+
+def test_report_judges_the_target_and_names_what_is_missing(tmp_path):
+    paper = PAPER_RESULTS["COIL20"]["ICLFS"].accuracy / 100
+    results = {
+        "COIL20": pd.concat([_result("ICLFS", 42, [paper - 0.01, paper - 0.02]), _result("LS", 42, [0.5, 0.55]),
+                             _result("ICLFS", 43, [paper - 0.03, paper]), _result("ICLFS-WL", 42, [0.6, 0.61])]),
+        "Prostate_GE": _result("ICLFS", 42, [0.70, 0.75], dataset="Prostate_GE"),
+        "nci9": pd.DataFrame(),
+        "arcene": pd.DataFrame(),
+    }
+    (tmp_path / "arcene.mat").write_bytes(b"x")
+    params = {"seed": 42, "target_points": 2.0, "datasets_dir": str(tmp_path)}
+    report, summary = build_report(params, **results)
+
+    figures, same = plot_benchmark(params, **results)
+    assert set(figures) == {"COIL20.png", "Prostate_GE.png"} and figures is same
+    row = summary[(summary["dataset"] == "COIL20") & (summary["method"] == "ICLFS")].iloc[0]
+    assert row["difference"] == pytest.approx(-1.0) and row["target"].startswith("met (within")
+    prostate = summary[summary["dataset"] == "Prostate_GE"].iloc[0]
+    assert prostate["target"] == "missed" and prostate["difference"] == pytest.approx(75 - 83.97)
+    assert "met on 1 of 2 datasets run; at or above the paper on 0" in report
+    assert f"**nci9**: source file {tmp_path / 'nci9.mat'} not found" in report
+    assert "**arcene**: no results for seed 42" in report
+    assert "| COIL20 | ICLFS-WL | 61.00 ± 1.00 (100) | 68.17 |" in report
+    assert "| COIL20 | 2 | 42: 67.68 (50), 43: 68.68 (100) |" in report  # the seed spread
+    assert "![COIL20](benchmark/figures/COIL20.png)" in report
+
+
+def test_summary_of_nothing_is_empty():
+    assert summarize({"COIL20": pd.DataFrame()}, 42, 2.0).empty
