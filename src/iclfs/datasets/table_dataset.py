@@ -1,4 +1,4 @@
-"""A CSV table that may not exist yet (the benchmark's merged result files)."""
+"""Files that may not exist yet: the benchmark's merged result tables and its notes."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Any
 
 import pandas as pd
 from kedro_datasets.pandas import CSVDataset
+from kedro_datasets.text import TextDataset
 
 
 class TableDataset(CSVDataset):
@@ -22,4 +23,13 @@ class TableDataset(CSVDataset):
     def load(self) -> pd.DataFrame:
         if self._missing_ok and not self._exists():
             return pd.DataFrame()
+        return super().load()
+
+
+class OptionalTextDataset(TextDataset):
+    """``text.TextDataset`` that loads an absent file as ``""`` (optional hand-written notes)."""
+
+    def load(self) -> str:
+        if not self._exists():
+            return ""
         return super().load()

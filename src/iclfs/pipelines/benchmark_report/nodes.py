@@ -106,6 +106,29 @@ def _seed_spread(results: dict[str, pd.DataFrame]) -> list[str]:
     return ["| dataset | seeds | best accuracy per seed (k) | mean ± std over seeds |", "|---|---|---|---|", *lines]
 
 
+def _miss_checks(results: dict[str, pd.DataFrame], summary: pd.DataFrame, seed: int) -> list[str]:
+    """For every missed dataset: which ablations, seeds and baseline rows exist to explain it."""
+    if summary.empty:
+        return []
+    missed = summary[(summary["method"] == "ICLFS") & (summary["target"] == "missed")]
+    lines = []
+    for dataset in missed["dataset"]:
+        table = results[dataset]
+        variants = sorted(set(table["method"]) - {"ICLFS"} - set(BASELINE_ORDER))
+        seeds = sorted(set(table.loc[table["method"] == "ICLFS", "seed"]))
+        ours = best_rows(table[table["seed"] == seed]).set_index("method")["accuracy_mean"]
+        gaps = [100 * ours[m] - PAPER_RESULTS[dataset][m].accuracy for m in PAPER_BASELINES
+                if m in ours.index and m in PAPER_RESULTS.get(dataset, {})]
+        baseline = (f"our LS/SPEC/MCFS/NDFS are {sum(gaps) / len(gaps):+.2f} points from the paper's on average"
+                    if gaps else "no baseline rows to compare")
+        lines.append(
+            f"- **{dataset}**: ablations run: {', '.join(variants) if variants else 'none'}; "
+            f"ICLFS seeds: {len(seeds)} ({', '.join(map(str, seeds))})"
+            f"{'' if len(seeds) >= 3 else ' (fewer than 3)'}; {baseline}."
+        )
+    return lines
+
+
 def _figure(dataset: str, table: pd.DataFrame, seed: int) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(6.5, 4))
     rows = table[table["seed"] == seed]
@@ -122,7 +145,7 @@ def _figure(dataset: str, table: pd.DataFrame, seed: int) -> plt.Figure:
         ax.scatter([paper.k], [paper.accuracy], marker="*", s=150, color="black", zorder=5, label="ICLFS (paper)")
     ax.set_xlabel("number of selected features k")
     ax.set_ylabel("k-means accuracy (%)")
-    ax.set_title(f"{dataset}: accuracy vs k (seed {seed}, mean ± std over the k-means runs)")
+    ax.set_title(f"{dataset} (seed {seed}; bars: std over the k-means runs)", fontsize=10)
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     return fig
@@ -132,12 +155,15 @@ def _done(results: dict[str, pd.DataFrame], seed: int) -> list[str]:
     return [d for d, t in results.items() if not t.empty and (t["seed"] == seed).any()]
 
 
-def build_report(benchmark_report: dict, **results: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+def build_report(benchmark_report: dict, benchmark_notes: str = "", **results: pd.DataFrame
+                 ) -> tuple[str, pd.DataFrame]:
     """The benchmark report from every dataset's result table.
 
     Args:
         benchmark_report: ``seed`` (the rows that make the main table),
             ``target_points`` and ``datasets_dir`` (to say why a dataset has no results).
+        benchmark_notes: hand-written analysis (``docs/benchmark/notes.md``),
+            included as it is; empty when there is none.
         results: ``{dataset: its docs/benchmark/<dataset>.csv}``; empty when not run.
 
     Returns:
@@ -202,6 +228,12 @@ def build_report(benchmark_report: dict, **results: pd.DataFrame) -> tuple[str, 
             paper = "–" if pd.isna(row["paper_accuracy"]) else f"{row['paper_accuracy']:.2f}"
             lines.append(f"| {row['dataset']} | {row['method']} | {row['accuracy_mean']:.2f} ± "
                          f"{row['accuracy_std']:.2f} ({row['best_k']}) | {paper} |")
+
+    checks = _miss_checks(results, summary, seed)
+    if checks or benchmark_notes.strip():
+        lines += ["", "## The misses: what was checked", "", *checks]
+        if benchmark_notes.strip():
+            lines += ["", "Analysis (from `docs/benchmark/notes.md`):", "", benchmark_notes.strip()]
 
     lines += ["", "## Seed spread of ICLFS", "", *_seed_spread(results), "",
               "## Runs", "", *_runs_table(results), ""]

@@ -23,7 +23,8 @@ def create_pipeline(datasets: tuple[str, ...] = BENCHMARK_DATASETS, **kwargs) ->
 def _pipeline(results: dict[str, str]) -> Pipeline:
     return Pipeline(
         [
-            Node(build_report, inputs={"benchmark_report": "params:benchmark_report", **results},
+            Node(build_report, inputs={"benchmark_report": "params:benchmark_report",
+                                       "benchmark_notes": "benchmark_notes", **results},
                  outputs=["benchmark_report", "benchmark_summary"], name="build_report"),
             Node(plot_benchmark, inputs={"benchmark_report": "params:benchmark_report", **results},
                  outputs=["benchmark_figures", "benchmark_figures_published"], name="plot_benchmark"),
