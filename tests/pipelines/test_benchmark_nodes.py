@@ -152,6 +152,7 @@ def test_report_judges_the_target_and_names_what_is_missing(tmp_path):
                                   _result("LS", 42, [0.58, 0.50], dataset="Prostate_GE"),
                                   _result("ICLFS-WLD", 42, [0.6, 0.6], dataset="Prostate_GE")]),
         "nci9": pd.DataFrame(),
+        "TOX_171": _result("ICLFS [fast]", 42, [0.55, 0.5], dataset="TOX_171"),
         "arcene": pd.DataFrame(),
     }
     (tmp_path / "arcene.mat").write_bytes(b"x")
@@ -159,12 +160,15 @@ def test_report_judges_the_target_and_names_what_is_missing(tmp_path):
     report, summary = build_report(params, "Likely cause: *unstated details*.", **results)
 
     figures, same = plot_benchmark(params, **results)
-    assert set(figures) == {"COIL20.png", "Prostate_GE.png"} and figures is same
+    assert set(figures) == {"COIL20.png", "Prostate_GE.png", "TOX_171.png"} and figures is same
     row = summary[(summary["dataset"] == "COIL20") & (summary["method"] == "ICLFS")].iloc[0]
     assert row["difference"] == pytest.approx(-1.0) and row["target"].startswith("met (within")
     prostate = summary[summary["dataset"] == "Prostate_GE"].iloc[0]
     assert prostate["target"] == "missed" and prostate["difference"] == pytest.approx(75 - 83.97)
-    assert "met on 1 of 2 datasets run; at or above the paper on 0" in report
+    assert "met on 2 of 3 datasets run; at or above the paper on 1" in report
+    assert "| TOX_171 | 55.00 ± 1.00 (50) [fast] | 54.77 ± 4.53 (100) | +0.23 | met (at or above) |" in report
+    fast = summary[summary["method"] == "ICLFS [fast]"].iloc[0]
+    assert fast["paper_accuracy"] == 54.77 and fast["target"] == "met (at or above)"
     assert f"**nci9**: source file {tmp_path / 'nci9.mat'} not found" in report
     assert "**arcene**: no results for seed 42" in report
     assert "| COIL20 | ICLFS-WL | 61.00 ± 1.00 (100) | 68.17 |" in report
