@@ -47,8 +47,9 @@ def test_full_benchmark_skips_absent_files_and_reports_every_dataset(bench, capl
 
     assert "Skipping 8 benchmark dataset(s)" in caplog.text and "nci9.mat not found" in caplog.text
     table = pd.read_csv(bench / "docs" / "benchmark" / "COIL20.csv")
-    assert set(table["method"]) == {"ICLFS", "LS", "SPEC", "MCFS", "NDFS", "random", "all features"}
-    assert set(table.loc[table["method"] == "ICLFS", "k"]) == {5, 10}
+    # The default schedule is fast, which the method name says.
+    assert set(table["method"]) == {"ICLFS [fast]", "LS", "SPEC", "MCFS", "NDFS", "random", "all features"}
+    assert set(table.loc[table["method"] == "ICLFS [fast]", "k"]) == {5, 10}
     assert (table["dataset"] == "COIL20").all() and (table["n_runs"].isin([3, 15])).all()
     assert not (bench / "docs" / "benchmark" / "nci9.csv").exists()
 
@@ -68,15 +69,15 @@ def test_one_namespace_and_an_ablation_add_rows_without_touching_the_rest(bench)
 
     run(bench, pipeline_names=["benchmark"], namespaces=["COIL20"], runtime_params={"lgrc": {"enabled": False}})
     merged = pd.read_csv(bench / "docs" / "benchmark" / "COIL20.csv")
-    assert set(merged["method"]) == set(first["method"]) | {"ICLFS-WL"}
+    assert set(merged["method"]) == set(first["method"]) | {"ICLFS-WL [fast]"}
     assert len(merged) == len(first) + 2  # baselines replaced, not repeated
-    pd.testing.assert_frame_equal(merged[merged["method"] == "ICLFS"].reset_index(drop=True),
-                                  first[first["method"] == "ICLFS"].reset_index(drop=True))
+    pd.testing.assert_frame_equal(merged[merged["method"] == "ICLFS [fast]"].reset_index(drop=True),
+                                  first[first["method"] == "ICLFS [fast]"].reset_index(drop=True))
     assert len(versions(bench, "07_model_output/benchmark/COIL20/selected_features.csv")) == 2
 
     run(bench, pipeline_names=["benchmark_report"])
     report = (bench / "docs" / "benchmark.md").read_text()
-    assert "| COIL20 | ICLFS-WL |" in report and "**warpPIE10P**: no results" in report
+    assert "| COIL20 | ICLFS-WL [fast] |" in report and "**warpPIE10P**: no results" in report
 
 
 def test_asking_for_a_missing_dataset_names_its_file(bench):

@@ -103,7 +103,7 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         of features raises ``ValueError`` at fit time.
     epochs : int, default=100
         Training epochs (one optimizer step each; the paper uses 100).
-    schedule : {"paper", "fast"}, default="paper"
+    schedule : {"fast", "paper"}, default="fast"
         ``"paper"`` is the paper's literal training loop; ``"fast"`` computes the
         same objective with fewer forward passes (see
         :mod:`iclfs.core.training`).
@@ -230,7 +230,7 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         n_features_to_select=50,
         *,
         epochs=100,
-        schedule="paper",
+        schedule="fast",
         ranking_score="z_norm",
         use_lgrc=True,
         alpha=1.5,

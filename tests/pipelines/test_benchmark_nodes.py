@@ -37,6 +37,7 @@ from iclfs.pipelines.benchmark_report.nodes import best_rows, build_report, plot
 )
 def test_variant_names_follow_the_papers_ablation_names(base_parameters, changes, name):
     params = copy.deepcopy(base_parameters)
+    params["training"]["schedule"] = "paper"  # the literal loop is the paper's ICLFS; others are tagged
     for section, values in changes.items():
         params[section].update(values)
     assert iclfs_variant(params) == name
@@ -69,6 +70,7 @@ def _params(base_parameters, **benchmark):
     params = copy.deepcopy(base_parameters)
     params["lgrc"]["k_values"] = [5, 10, 50]
     params["evaluation"]["n_runs"] = 3
+    params["training"]["schedule"] = "paper"
     params["benchmark"] = {**params["benchmark"], **benchmark}
     return params
 
