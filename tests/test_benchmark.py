@@ -9,7 +9,7 @@ import scipy.io
 import yaml
 
 from iclfs.session import BenchmarkDataMissingError, IclfsSession
-from tests.test_integration import project, versions  # noqa: F401  (fixture)
+from tests.test_integration import project, run_session, versions  # noqa: F401  (fixture)
 
 
 def _stand_in(path, seed):
@@ -32,14 +32,7 @@ def bench(project):  # noqa: F811
 
 
 def run(root, **kwargs):
-    import mlflow
-
-    try:
-        with IclfsSession.create(project_path=root, runtime_params=kwargs.pop("runtime_params", None)) as session:
-            session.run(**kwargs)
-    finally:
-        while mlflow.active_run() is not None:
-            mlflow.end_run()
+    run_session(root, session_class=IclfsSession, **kwargs)
 
 
 def test_full_benchmark_skips_absent_files_and_reports_every_dataset(bench, caplog):

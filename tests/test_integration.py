@@ -59,11 +59,11 @@ def project(tmp_path, monkeypatch, base_parameters) -> Path:
     mlflow.set_tracking_uri(None)
 
 
-def run_session(root: Path, **kwargs) -> None:
+def run_session(root: Path, session_class: type[KedroSession] = KedroSession, **kwargs) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            with KedroSession.create(project_path=root, runtime_params=kwargs.pop("runtime_params", None)) as session:
+            with session_class.create(project_path=root, runtime_params=kwargs.pop("runtime_params", None)) as session:
                 session.run(**kwargs)
         finally:
             # kedro-mlflow marks its run FINISHED in the store but leaves it on
