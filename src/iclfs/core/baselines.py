@@ -70,7 +70,7 @@ def _check_positive(name: str, value: float) -> None:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
-def _rank_ascending(scores: np.ndarray) -> np.ndarray:
+def rank_ascending(scores: np.ndarray) -> np.ndarray:
     """Feature indices by ascending score, ties by index; NaN and +inf last."""
     scores = np.asarray(scores, dtype=np.float64)
     key = np.where(np.isnan(scores), np.inf, scores)
@@ -103,7 +103,7 @@ def laplacian_score_ranking(X: np.ndarray, n_neighbors: int = 3) -> np.ndarray:
     """
     X = _check_data(X)
     _check_neighbors(n_neighbors, X.shape[0])
-    return _rank_ascending(laplacian_scores(X, n_neighbors))
+    return rank_ascending(laplacian_scores(X, n_neighbors))
 
 
 # ---------------------------------------------------------------------- SPEC
@@ -167,7 +167,7 @@ def spec_ranking(X: np.ndarray, gamma: float | None = None) -> np.ndarray:
     Returns:
         (d,) int64 ranking.
     """
-    return _rank_ascending(spec_scores(X, gamma))
+    return rank_ascending(spec_scores(X, gamma))
 
 
 # ---------------------------------------------------------------------- MCFS

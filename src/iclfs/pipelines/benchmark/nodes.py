@@ -79,7 +79,7 @@ def rank_baselines(
         started = time.perf_counter()
         if key == "laplacian_score":
             ls = laplacian_scores.set_index("feature_index")["laplacian_score"].sort_index().to_numpy()
-            rankings[key] = np.lexsort((np.arange(len(ls)), ls))
+            rankings[key] = baselines.rank_ascending(ls)
         elif key == "spec":
             rankings[key] = baselines.spec_ranking(X, **benchmark.get("spec", {}))
         elif key in ("mcfs", "ndfs"):
