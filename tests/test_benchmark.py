@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import scipy.io
 import yaml
+from kedro.framework.session import KedroSession
 
 from iclfs.session import BenchmarkDataMissingError, IclfsSession
 from tests.test_integration import project, run_session, versions  # noqa: F401  (fixture)
@@ -54,8 +55,12 @@ def test_full_benchmark_skips_absent_files_and_reports_every_dataset(bench, capl
     assert len(versions(bench, "06_models/benchmark/warpPIE10P/model_state.pt")) == 1
 
 
-def test_one_namespace_and_an_ablation_add_rows_without_touching_the_rest(bench):
+def test_one_namespace_and_an_ablation_add_rows_without_touching_the_rest(bench, monkeypatch):
+    contexts = []
+    build = KedroSession.load_context
+    monkeypatch.setattr(KedroSession, "load_context", lambda self: contexts.append(build(self)) or contexts[-1])
     run(bench, pipeline_names=["benchmark"], namespaces=["COIL20"])
+    assert len(contexts) == 1  # the file check and the run share one context
     assert not (bench / "docs" / "benchmark" / "warpPIE10P.csv").exists()
     assert not (bench / "docs" / "benchmark.md").exists()  # the report is a step of the full run
     first = pd.read_csv(bench / "docs" / "benchmark" / "COIL20.csv")

@@ -13,7 +13,6 @@ and :func:`~iclfs.core.training.embed`,
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import numbers
 
 import numpy as np
@@ -24,6 +23,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from iclfs.core.config import config_from_dict
 from iclfs.core.laplacian import laplacian_scores
 from iclfs.core.lgrc import lgrc_select
 from iclfs.core.preprocessing import MIN_SAMPLES, FeatureTable, as_numeric_matrix, invert, prepare
@@ -41,25 +41,6 @@ __all__ = ["ICLFSSelector", "EXPECTED_FAILED_CHECKS"]
 EXPECTED_FAILED_CHECKS: dict[str, str] = {}
 
 _SOURCE = "ICLFSSelector.fit(X)"
-
-
-def _config(cls: type, options: dict | None, fixed: dict, param: str):
-    """``cls(**options, **fixed)``, refusing unknown or duplicated keys by name."""
-    options = {} if options is None else options
-    if not isinstance(options, dict):
-        raise TypeError(f"{param} must be a dict or None, got {type(options).__name__}")
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise ValueError(
-            f"{param} has unknown key(s) {unknown}; known: {sorted(known - set(fixed))}"
-        )
-    duplicated = sorted(set(options) & set(fixed))
-    if duplicated:
-        raise ValueError(
-            f"{param} must not set {duplicated}: use the ICLFSSelector parameter(s) of that name"
-        )
-    return cls(**options, **fixed)
 
 
 @contextlib.contextmanager
@@ -351,14 +332,15 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
             The fitted selector.
         """
         self._check_params()
-        training_config = _config(
+        training_config = config_from_dict(
             TrainingConfig,
             self.training_options,
-            {"epochs": int(self.epochs), "schedule": self.schedule, "device": self.device,
-             "progress": bool(self.progress)},
             "training_options",
+            fixed={"epochs": int(self.epochs), "schedule": self.schedule, "device": self.device,
+                   "progress": bool(self.progress)},
+            fixed_by="the ICLFSSelector parameter of that name",
         )
-        view_config = _config(ViewConfig, self.view_options, {}, "view_options")
+        view_config = config_from_dict(ViewConfig, self.view_options, "view_options")
         X = self._validate_X(X)
         n_samples, n_features = X.shape
         k = self._resolve_k(n_features)

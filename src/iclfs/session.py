@@ -14,6 +14,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+from kedro.framework.context import KedroContext
 from kedro.framework.project import pipelines
 from kedro.framework.session import KedroSession
 from kedro.pipeline import Pipeline
@@ -33,6 +34,16 @@ def _root_namespace(namespace: str | None) -> str | None:
 class IclfsSession(KedroSession):
     """``KedroSession`` that leaves out benchmark namespaces whose raw file does not exist."""
 
+    _run_context: KedroContext | None = None
+
+    def load_context(self) -> KedroContext:
+        # The context built to look for the raw files is the run's context:
+        # building a second one would read the configuration and fire the
+        # after_context_created hooks twice.
+        if self._run_context is not None:
+            return self._run_context
+        return super().load_context()
+
     def run(self, pipeline_name: str | None = None, pipeline_names: list[str] | None = None,
             namespaces: Iterable[str] | None = None, node_names: Iterable[str] | None = None,
             **kwargs: Any) -> dict[str, Any]:
@@ -41,16 +52,21 @@ class IclfsSession(KedroSession):
         raw_inputs = {name.rsplit(".", 1)[0]: name for name in selected.inputs()
                       if name.endswith(f".{RAW}") and "." in name}
         if raw_inputs:
-            missing = self._missing_sources(raw_inputs, namespaces)
+            self._run_context = self.load_context()
+            missing = self._missing_sources(self._run_context.catalog, raw_inputs, namespaces)
             if missing:
                 node_names = self._without(selected, missing, node_names)
-        return super().run(pipeline_name=pipeline_name, pipeline_names=pipeline_names, namespaces=namespaces,
-                           node_names=node_names, **kwargs)
+        try:
+            return super().run(pipeline_name=pipeline_name, pipeline_names=pipeline_names, namespaces=namespaces,
+                               node_names=node_names, **kwargs)
+        finally:
+            self._run_context = None
 
-    def _missing_sources(self, raw_inputs: dict[str, str], namespaces: Iterable[str] | None) -> dict[str, str]:
+    @staticmethod
+    def _missing_sources(catalog: Any, raw_inputs: dict[str, str],
+                         namespaces: Iterable[str] | None) -> dict[str, str]:
         """``{namespace: file}`` for the namespaces of this run whose raw file is absent."""
         requested = [ns for ns in raw_inputs if not namespaces or ns in set(namespaces)]
-        catalog = self.load_context().catalog
         missing = {}
         for ns in requested:
             dataset = catalog.get(raw_inputs[ns])

@@ -1,23 +1,10 @@
-"""Turn a ``params:<section>`` dict into a core config object with a clear error."""
+"""Check the pipelines' parameters before any node writes an artifact."""
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, TypeVar
+from typing import Any
 
-T = TypeVar("T")
-
-
-def config_from_params(cls: type[T], params: dict[str, Any], section: str) -> T:
-    """``cls(**params)``, refusing keys ``cls`` does not know, named with their section."""
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(params) - known)
-    if unknown:
-        raise ValueError(
-            f"unknown parameter(s) {', '.join(f'{section}.{k}' for k in unknown)}; "
-            f"known: {', '.join(sorted(known))}"
-        )
-    return cls(**params)
+from iclfs.core.config import config_from_dict
 
 
 def _fail(key: str, value: Any, expected: str) -> None:
@@ -51,8 +38,8 @@ def validate_parameters(parameters: dict[str, Any]) -> None:
     seed = parameters.get("seed")
     if not _is_int(seed) or seed < 0:
         _fail("seed", seed, "a non-negative integer")
-    config_from_params(ViewConfig, parameters["views"], "views")
-    config_from_params(TrainingConfig, parameters["training"], "training")
+    config_from_dict(ViewConfig, parameters["views"], "views")
+    config_from_dict(TrainingConfig, parameters["training"], "training")
 
     score = parameters["ranking"].get("score")
     if score not in SCORE_NAMES:

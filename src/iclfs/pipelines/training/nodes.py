@@ -10,10 +10,9 @@ import numpy as np
 import pandas as pd
 from torch import nn
 
+from iclfs.core.config import config_from_dict
 from iclfs.core.training import TrainingConfig, embed, train
 from iclfs.core.views import ViewConfig
-
-from .._params import config_from_params
 
 
 def train_model(
@@ -28,8 +27,8 @@ def train_model(
         embeddings: ``{"H": (d, d_h), "Z": (d, d_z)}`` of the anchor map in eval mode.
         training_loss: the per-epoch loss, for the MLflow metric history.
     """
-    config = config_from_params(TrainingConfig, training, "training")
-    view_config = config_from_params(ViewConfig, views, "views")
+    config = config_from_dict(TrainingConfig, training, "training")
+    view_config = config_from_dict(ViewConfig, views, "views")
     result = train(inverted_data, config, view_config, seed=seed)
     h, z = embed(result.model, inverted_data)
     history = pd.DataFrame(result.history)
