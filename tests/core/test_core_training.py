@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from iclfs.core.training import (
+    CHUNKED_ATTENTION_MIN_SAMPLES,
     TrainingConfig,
     build_model,
     embed,
@@ -203,6 +204,28 @@ def test_invalid_config_raises(kwargs):
 def test_cuda_without_cuda_raises():
     with pytest.raises(ValueError, match="CUDA"):
         TrainingConfig(device="cuda")
+
+
+@pytest.mark.parametrize(
+    ("schedule", "kernel", "n", "device", "expected"),
+    [
+        ("paper", "auto", 5000, "cpu", "reference"),
+        ("fast", "auto", CHUNKED_ATTENTION_MIN_SAMPLES - 1, "cpu", "fused"),
+        ("fast", "auto", CHUNKED_ATTENTION_MIN_SAMPLES, "cpu", "chunked"),
+        ("fast", "auto", 5000, "cuda", "fused"),
+        ("fast", "fused", 5000, "cpu", "fused"),
+        ("paper", "chunked", 10, "cpu", "chunked"),
+    ],
+)
+def test_attention_kernel_for(schedule, kernel, n, device, expected):
+    config = TrainingConfig(schedule=schedule, attention_kernel=kernel)
+    assert config.attention_kernel_for(n, device) == expected
+
+
+def test_auto_kernel_is_the_one_the_trained_model_uses():
+    A = torch.randn(6, CHUNKED_ATTENTION_MIN_SAMPLES)
+    result = train(A, TrainingConfig(epochs=1, progress=False, device="cpu"), seed=0)
+    assert result.model.attention.kernel == "chunked"
 
 
 def test_resolve_device():

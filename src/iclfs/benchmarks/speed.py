@@ -96,7 +96,7 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     config = TrainingConfig(schedule=schedule, device=device_name, progress=False)
     torch.manual_seed(0)
-    model, regime = build_model(n, config)
+    model, regime = build_model(n, config, device)
     model.to(device).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
     generator = torch.Generator(device=device).manual_seed(0)
@@ -134,7 +134,9 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "rss_before_training_bytes": rss_before,
         "flops_per_epoch": flops,
-        "estimated_bytes": estimate_training_memory(d, n, regime, schedule, config.resolved_attention_kernel).total_bytes,
+        "estimated_bytes": estimate_training_memory(d, n, regime, schedule,
+                                                    config.attention_kernel_for(n, device)).total_bytes,
+        "attention_kernel": config.attention_kernel_for(n, device),
     }
     if device.type == "cuda":
         result["peak_cuda_bytes"] = torch.cuda.max_memory_allocated(device)

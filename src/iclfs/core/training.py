@@ -35,6 +35,12 @@ from .resources import check_memory, estimate_training_memory
 from .views import ViewConfig, Views, generate_views
 
 SCHEDULES = ("fast", "paper")
+#: From this many samples (the attention's embed dimension) up, ``fast`` on CPU
+#: uses the query-chunked attention: with such wide rows it runs at GEMM speed
+#: while PyTorch's CPU flash kernel falls behind (measured: 7 % faster at
+#: BASEHOCK's 4862 x 1993 on a quiet 2-core CPU, 25-45 % under load; slower
+#: below n = 200). See docs/performance.md.
+CHUNKED_ATTENTION_MIN_SAMPLES = 1000
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,7 @@ class TrainingConfig:
     bn_momentum: float = 0.01
     use_attention: bool = True
     use_decorrelation: bool = True
-    attention_kernel: str = "auto"  # auto: reference for paper, fused for fast
+    attention_kernel: str = "auto"  # auto: see attention_kernel_for
     attention_chunk_size: int | None = None
     loss_chunk_size: int | None = None
     num_threads: int | None = None
@@ -81,12 +87,21 @@ class TrainingConfig:
             )
         resolve_device(self.device)  # fail on an unknown device before any work
 
-    @property
-    def resolved_attention_kernel(self) -> str:
-        """The kernel used: ``auto`` means the paper's literal one for ``paper``, fused otherwise."""
+    def attention_kernel_for(self, n_samples: int, device: torch.device | str = "cpu") -> str:
+        """The attention kernel a run on maps with ``n_samples`` columns uses.
+
+        ``auto`` is the paper's literal kernel for ``paper``; for ``fast`` it is
+        the fused kernel, except on CPU with at least
+        :data:`CHUNKED_ATTENTION_MIN_SAMPLES` columns (the attention's embed
+        dimension), where the query-chunked kernel is faster.
+        """
         if self.attention_kernel != "auto":
             return self.attention_kernel
-        return "reference" if self.schedule == "paper" else "fused"
+        if self.schedule == "paper":
+            return "reference"
+        if torch.device(device).type == "cpu" and n_samples >= CHUNKED_ATTENTION_MIN_SAMPLES:
+            return "chunked"
+        return "fused"
 
 
 def resolve_device(device: str) -> torch.device:
@@ -115,8 +130,9 @@ class TrainingResult:
     config: dict = field(default_factory=dict)
 
 
-def build_model(n_samples: int, config: TrainingConfig) -> tuple[ICLFSNetwork, Regime]:
-    """The network for maps with ``n_samples`` columns, sized by the regime."""
+def build_model(n_samples: int, config: TrainingConfig,
+                device: torch.device | str = "cpu") -> tuple[ICLFSNetwork, Regime]:
+    """The network for maps with ``n_samples`` columns, sized by the regime, its kernels chosen for ``device``."""
     regime = select_regime(n_samples, config.regime, config.regime_threshold)
     model = ICLFSNetwork(
         n_samples,
@@ -125,7 +141,7 @@ def build_model(n_samples: int, config: TrainingConfig) -> tuple[ICLFSNetwork, R
         leaky_slope=config.leaky_slope,
         bn_momentum=config.bn_momentum,
         use_attention=config.use_attention,
-        attention_kernel=config.resolved_attention_kernel,
+        attention_kernel=config.attention_kernel_for(n_samples, device),
         attention_chunk_size=config.attention_chunk_size,
     )
     return model, regime
@@ -266,9 +282,9 @@ def train(
     torch.manual_seed(seed)
     anchor = torch.as_tensor(A, dtype=torch.float32, device=device)
     d, n = anchor.shape
-    model, regime = build_model(n, config)
+    model, regime = build_model(n, config, device)
     if config.check_memory:
-        estimate = estimate_training_memory(d, n, regime, config.schedule, config.resolved_attention_kernel,
+        estimate = estimate_training_memory(d, n, regime, config.schedule, config.attention_kernel_for(n, device),
                                             config.use_attention)
         check_memory(estimate, device, d, n, regime, config.schedule)
     model.to(device).train()

@@ -78,6 +78,7 @@ def validate_for_data(parameters: dict[str, Any], n_samples: int, n_features: in
     config = TrainingConfig(**parameters["training"])
     if config.check_memory:
         regime = select_regime(n_samples, config.regime, config.regime_threshold)
+        device = resolve_device(config.device)
         estimate = estimate_training_memory(n_features, n_samples, regime, config.schedule,
-                                            config.resolved_attention_kernel, config.use_attention)
-        check_memory(estimate, resolve_device(config.device), n_features, n_samples, regime, config.schedule)
+                                            config.attention_kernel_for(n_samples, device), config.use_attention)
+        check_memory(estimate, device, n_features, n_samples, regime, config.schedule)
