@@ -10,7 +10,12 @@ epoch), peak memory (RSS on CPU, max allocated on CUDA), the speed-up, the
 FLOPs of one epoch (counted by ``torch.utils.flop_counter``) and the achieved
 FLOP/s against this machine's measured fp32 matmul rate. A synthetic sweep
 over d (up to 50,000 features at n = 200) and over n reports time and memory
-per epoch of the ``fast`` schedule.
+per epoch of the ``fast`` schedule. The report checks the targets of
+:data:`TARGETS` and ends with the hand-written analysis of ``--notes``.
+
+``--keep docs/performance.json`` re-measures only the datasets named (and the
+sweeps, unless given empty) and carries the rest over from the earlier
+report, each marked with the date it was measured on.
 """
 
 from __future__ import annotations
@@ -23,12 +28,14 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from iclfs.core.model import FeatureAttention
 from iclfs.core.preprocessing import FeatureTable, invert, prepare
 from iclfs.core.resources import estimate_training_memory
 from iclfs.core.training import TrainingConfig, build_model, fast_step, paper_step, resolve_device
@@ -38,6 +45,23 @@ DEFAULT_DATASETS = ("Prostate_GE", "COIL20", "arcene", "BASEHOCK")
 SWEEP_D = (1000, 5000, 10000, 20000, 50000)
 SWEEP_N = (100, 500, 1000, 2000)
 STEPS = {"paper": paper_step, "fast": fast_step}
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the ``fast`` schedule must reach on one dataset (issue "Speed and scale")."""
+
+    speedup: float  # paper s/epoch over fast s/epoch, at least
+    matmul_share: float | None = None  # fast FLOP/s over the measured matmul rate, at least
+    memory_ratio: float | None = None  # fast peak memory over paper's, at most
+
+
+TARGETS: dict[str, Target] = {
+    "Prostate_GE": Target(speedup=5.0),
+    "COIL20": Target(speedup=1.8, matmul_share=0.7),
+    "arcene": Target(speedup=1.8, matmul_share=0.7, memory_ratio=0.5),
+    "BASEHOCK": Target(speedup=1.8, matmul_share=0.7),
+}
 
 
 def matmul_gflops(device: torch.device, size: int = 2048, repeats: int = 10) -> float:
@@ -52,6 +76,30 @@ def matmul_gflops(device: torch.device, size: int = 2048, repeats: int = 10) -> 
         _sync(device)
         best = min(best, time.perf_counter() - start)
     return 2 * size**3 / best / 1e9
+
+
+def attention_kernel_seconds(d: int, n: int, device: torch.device, repeats: int = 3) -> dict[str, float]:
+    """Forward + backward seconds (best of ``repeats``) of one (d, n) attention, per non-reference kernel.
+
+    The core of the attention alone, on random inputs: the evidence for which
+    kernel ``attention_kernel: auto`` picks (see ``CHUNKED_ATTENTION_MIN_SAMPLES``).
+    """
+    generator = torch.Generator(device=device).manual_seed(0)
+    q, k, v = (torch.randn(d, n, device=device, generator=generator).requires_grad_() for _ in range(3))
+    grad = torch.randn(d, n, device=device, generator=generator)
+    seconds = {}
+    for kernel in ("fused", "chunked"):
+        attention = FeatureAttention(n, kernel).to(device)
+        best = float("inf")
+        for _ in range(repeats):
+            _sync(device)
+            start = time.perf_counter()
+            attention.attend(q, k, v).backward(grad)
+            _sync(device)
+            best = min(best, time.perf_counter() - start)
+            q.grad = k.grad = v.grad = None
+        seconds[kernel] = best
+    return seconds
 
 
 def flop_counter():
@@ -161,8 +209,25 @@ def _memory(result: dict) -> float:
     return result.get("peak_cuda_bytes", result["peak_rss_bytes"])
 
 
-def render(report: dict) -> str:
-    """The Markdown report."""
+def target_checks(name: str, target: Target, paper: dict, fast: dict, matmul_gflops: float) -> list[str]:
+    """One Markdown bullet per measured quantity of ``target``: value, bound, met or missed."""
+    def line(what: str, value: float, bound: float, at_least: bool, fmt: str) -> str:
+        met = value >= bound if at_least else value <= bound
+        return (f"- {name}: {what} {fmt.format(value)} (target {'>=' if at_least else '<='} {fmt.format(bound)}): "
+                f"{'met' if met else 'missed'}")
+
+    lines = [line("speed-up", paper["median_seconds"] / fast["median_seconds"], target.speedup, True, "{:.2f}x")]
+    if target.matmul_share is not None and fast["flops_per_epoch"]:
+        share = fast["flops_per_epoch"] / fast["median_seconds"] / 1e9 / matmul_gflops
+        lines.append(line("share of the matmul rate", 100 * share, 100 * target.matmul_share, True, "{:.0f} %"))
+    if target.memory_ratio is not None:
+        lines.append(line("peak memory fast / paper", _memory(fast) / _memory(paper), target.memory_ratio, False,
+                          "{:.2f}"))
+    return lines
+
+
+def render(report: dict, notes: str = "") -> str:
+    """The Markdown report; ``notes`` (hand-written analysis) goes at the end."""
     env = report["environment"]
     lines = [
         "# Training speed: `paper` vs `fast` schedule",
@@ -182,26 +247,50 @@ def render(report: dict) -> str:
         "FLOPs are those of one epoch (forward and backward, counted by `torch.utils.flop_counter`).",
         "",
         "| dataset | n x d | regime | paper s/epoch | fast s/epoch | speed-up | paper peak GiB | fast peak GiB "
-        "| memory ratio | fast GFLOP/epoch | fast GFLOP/s | % of matmul rate | estimated GiB (paper / fast) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| memory ratio | fast GFLOP/epoch | fast GFLOP/s | % of matmul rate | fast attention kernel "
+        "| estimated GiB (paper / fast) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    checks: list[str] = []
     for row in report["datasets"]:
         paper, fast = row["paper"], row["fast"]
+        # A row kept from an earlier run (--keep) is judged against that run's matmul rate.
+        row_env = row.get("environment", env)
         if "error" in paper or "error" in fast:
             lines.append(f"| {row['name']} | failed: {paper.get('error') or fast.get('error')} |")
             continue
         rate = fast["flops_per_epoch"] / fast["median_seconds"] / 1e9 if fast["flops_per_epoch"] else None
+        kept = f" (measured {row_env['date']})" if row_env is not env else ""
         lines.append(
-            f"| {row['name']} | {fast['n']} x {fast['d']} | {fast['regime']} | {paper['median_seconds']:.2f} | "
+            f"| {row['name']}{kept} | {fast['n']} x {fast['d']} | {fast['regime']} | {paper['median_seconds']:.2f} | "
             f"{fast['median_seconds']:.2f} | {paper['median_seconds'] / fast['median_seconds']:.2f}x | "
             f"{_gib(_memory(paper))} | {_gib(_memory(fast))} | {_memory(fast) / _memory(paper):.2f} | "
-            f"{fast['flops_per_epoch'] / 1e9:.0f} | {rate:.1f} | {100 * rate / env['matmul_gflops']:.0f}% | "
-            f"{_gib(paper['estimated_bytes'])} / {_gib(fast['estimated_bytes'])} |"
+            f"{fast['flops_per_epoch'] / 1e9:.0f} | {rate:.1f} | {100 * rate / row_env['matmul_gflops']:.0f}% | "
+            f"{fast.get('attention_kernel', '—')} | {_gib(paper['estimated_bytes'])} / {_gib(fast['estimated_bytes'])} |"
         )
+        if row["name"] in TARGETS:
+            checks += target_checks(row["name"], TARGETS[row["name"]], paper, fast, row_env["matmul_gflops"])
+    if checks:
+        lines += ["", "## Targets", "", *checks]
+    timed = [row for row in report["datasets"] if row.get("attention_seconds")]
+    if timed:
+        lines += ["", "## Attention kernels", "",
+                  "Forward + backward of the attention core alone at each dataset's (d, n), best of 3; "
+                  "`auto` is what `training.attention_kernel: auto` picks for `fast` here.", "",
+                  "| dataset | n x d | fused s | chunked s | faster | auto |", "|---|---|---|---|---|---|"]
+        for row in timed:
+            t, fast = row["attention_seconds"], row["fast"]
+            device = row.get("environment", env)["device"]
+            auto = TrainingConfig(schedule="fast").attention_kernel_for(
+                fast["n"], "cpu" if device == "cpu" else "cuda")
+            lines.append(f"| {row['name']} | {fast['n']} x {fast['d']} | {t['fused']:.2f} | {t['chunked']:.2f} | "
+                         f"{min(t, key=t.get)} | {auto} |")
     for title, key in (("d (n = 200)", "sweep_d"), ("n (d = 2000)", "sweep_n")):
         if not report.get(key):
             continue
-        lines += ["", f"## Scale sweep over {title}, `fast` schedule", "",
+        kept = report.get(f"{key}_environment")
+        lines += ["", f"## Scale sweep over {title}, `fast` schedule"
+                  + (f" (measured {kept['date']}, {kept['cpu_threads']} threads)" if kept else ""), "",
                   "| n x d | regime | s/epoch | peak GiB | estimated GiB | d x d fp32 would be GiB |",
                   "|---|---|---|---|---|---|"]
         for r in report[key]:
@@ -210,7 +299,21 @@ def render(report: dict) -> str:
                 continue
             lines.append(f"| {r['n']} x {r['d']} | {r['regime']} | {r['median_seconds']:.2f} | "
                          f"{_gib(_memory(r))} | {_gib(r['estimated_bytes'])} | {_gib(4 * r['d'] ** 2)} |")
+    if notes.strip():
+        lines += ["", "## Analysis", "", notes.strip()]
     return "\n".join(lines) + "\n"
+
+
+def keep_results(report: dict, previous: dict) -> None:
+    """Carry over ``previous``'s results that ``report`` did not measure, each with its own environment."""
+    measured = {row["name"]: row for row in report["datasets"]}
+    rows = [measured.pop(row["name"], None) or {"environment": previous["environment"], **row}
+            for row in previous["datasets"]]
+    report["datasets"] = rows + list(measured.values())  # the earlier report's order, then new datasets
+    for key in ("sweep_d", "sweep_n"):
+        if not report.get(key) and previous.get(key):
+            report[key] = previous[key]
+            report[f"{key}_environment"] = previous.get(f"{key}_environment", previous["environment"])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -228,6 +331,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sweep-n", type=int, nargs="*", default=list(SWEEP_N))
     parser.add_argument("--sweep-epochs", type=int, default=1)
     parser.add_argument("--output", default="docs/performance.md")
+    parser.add_argument("--keep", metavar="JSON",
+                        help="an earlier report's JSON: its datasets not measured now, and its sweeps when "
+                             "--sweep-d/--sweep-n are given empty, are carried over and marked with their date")
+    parser.add_argument("--notes", default="docs/performance_notes.md",
+                        help="hand-written analysis appended to the report, if the file exists")
     args = parser.parse_args(argv)
 
     device = resolve_device(args.device)
@@ -250,6 +358,8 @@ def main(argv: list[str] | None = None) -> None:
         for schedule in ("paper", "fast"):
             row[schedule] = run_worker(path, schedule, args.epochs, args.device, count_flops=schedule == "fast")
             print(json.dumps(row[schedule]), flush=True)
+        if "error" not in row["fast"]:
+            row["attention_seconds"] = attention_kernel_seconds(row["fast"]["d"], row["fast"]["n"], device)
         report["datasets"].append(row)
     for key, values, shape in (("sweep_d", args.sweep_d, lambda v: f"{v}x200"),
                                ("sweep_n", args.sweep_n, lambda v: f"2000x{v}")):
@@ -258,10 +368,13 @@ def main(argv: list[str] | None = None) -> None:
             result = run_worker(f"synthetic:{shape(value)}", "fast", args.sweep_epochs, args.device, False)
             print(json.dumps(result), flush=True)
             report[key].append(result)
+    if args.keep:
+        keep_results(report, json.loads(Path(args.keep).read_text()))
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
+    notes = Path(args.notes).read_text() if args.notes and Path(args.notes).is_file() else ""
     output.with_suffix(".json").write_text(json.dumps(report, indent=2))
-    output.write_text(render(report))
+    output.write_text(render(report, notes))
     print(f"wrote {output} and {output.with_suffix('.json')}")
 
 

@@ -81,17 +81,19 @@ class FeatureAttention(nn.Module):
         nn.init.zeros_(self.in_proj_bias)
         nn.init.zeros_(self.out_proj.bias)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x: (d, n) -> (d, n)."""
-        if self.kernel != "reference":
-            q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """softmax(q k^T / sqrt(n)) v for (d, n) projections, with the ``fused`` or ``chunked`` kernel."""
         if self.kernel == "fused":
             # 4-D (batch, heads, rows, dim): the fused kernels reject 3-D inputs
             # and would silently fall back to the d x d math path.
-            out = F.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None])[0, 0]
-        elif self.kernel == "chunked":
-            out = chunked_attention(q, k, v, self.chunk_size or auto_chunk_size(x.shape[0]))
-        else:
+            return F.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None])[0, 0]
+        if self.kernel == "chunked":
+            return chunked_attention(q, k, v, self.chunk_size or auto_chunk_size(q.shape[0]))
+        raise ValueError("the reference kernel attends inside F.multi_head_attention_forward; call forward")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x: (d, n) -> (d, n)."""
+        if self.kernel == "reference":
             # The paper's call, literally: nn.MultiheadAttention's functional form
             # with its defaults (need_weights=True materializes the d x d weights).
             out, _ = F.multi_head_attention_forward(
@@ -100,7 +102,8 @@ class FeatureAttention(nn.Module):
                 self.out_proj.weight, self.out_proj.bias, training=self.training, need_weights=True,
             )
             return out[:, 0]
-        return self.out_proj(out)
+        q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        return self.out_proj(self.attend(q, k, v))
 
 
 class ICLFSNetwork(nn.Module):

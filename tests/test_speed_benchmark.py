@@ -1,0 +1,73 @@
+"""The speed benchmark command: target checks, carried-over rows, and one tiny real run."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import scipy.io
+
+from iclfs.benchmarks import speed
+
+
+def _result(seconds: float, gib: float, gflop: float | None = None, kernel: str = "fused") -> dict:
+    return {"source": "x.mat", "d": 5966, "n": 102, "regime": "small", "median_seconds": seconds,
+            "peak_rss_bytes": gib * 2**30, "flops_per_epoch": None if gflop is None else gflop * 1e9,
+            "estimated_bytes": 2**30, "attention_kernel": kernel}
+
+
+def _report(date: str = "2026-11-22 09:00 UTC", rate: float = 100.0) -> dict:
+    env = {"date": date, "machine": "x86_64", "cpu_threads": 2, "device": "cpu", "torch": "2", "python": "3.11",
+           "matmul_gflops": rate, "command": "python -m iclfs.benchmarks.speed"}
+    return {"environment": env, "datasets": [
+        {"name": "arcene", "paper": _result(40.0, 4.0), "fast": _result(10.0, 1.6, gflop=750.0)},
+        {"name": "Prostate_GE", "paper": _result(15.0, 1.8), "fast": _result(5.0, 1.0, gflop=300.0)},
+    ], "sweep_d": [], "sweep_n": []}
+
+
+def test_targets_are_checked_with_values_and_verdicts():
+    report = _report()
+    report["datasets"][0]["attention_seconds"] = {"fused": 2.0, "chunked": 2.5}
+    text = speed.render(report, notes="Why Prostate_GE misses.")
+    assert "| arcene | 102 x 5966 | 2.00 | 2.50 | fused | fused |" in text
+    assert "- arcene: speed-up 4.00x (target >= 1.80x): met" in text
+    assert "- arcene: share of the matmul rate 75 % (target >= 70 %): met" in text  # 750 GFLOP / 10 s / 100
+    assert "- arcene: peak memory fast / paper 0.40 (target <= 0.50): met" in text
+    assert "- Prostate_GE: speed-up 3.00x (target >= 5.00x): missed" in text
+    assert text.rstrip().endswith("## Analysis\n\nWhy Prostate_GE misses.")
+
+
+def test_keep_carries_rows_with_their_own_date_and_matmul_rate():
+    previous = _report(date="2026-11-01 10:00 UTC", rate=200.0)
+    previous["sweep_d"] = [{"source": "synthetic:1000x200", "d": 1000, "n": 200, "regime": "small",
+                            "median_seconds": 0.4, "peak_rss_bytes": 2**29, "estimated_bytes": 2**29}]
+    now = _report()
+    now["datasets"] = [{"name": "Prostate_GE", "paper": _result(15.0, 1.8), "fast": _result(2.5, 1.0, gflop=300.0)},
+                       {"name": "COIL20", "paper": _result(8.0, 1.2), "fast": _result(4.0, 1.3, gflop=600.0)}]
+    speed.keep_results(now, previous)
+
+    assert [row["name"] for row in now["datasets"]] == ["arcene", "Prostate_GE", "COIL20"]
+    text = speed.render(now)
+    assert "| arcene (measured 2026-11-01 10:00 UTC) |" in text and "| Prostate_GE | " in text
+    # arcene's share is against its own run's 200 GFLOP/s, not today's 100
+    assert "- arcene: share of the matmul rate 38 % (target >= 70 %): missed" in text
+    assert "- Prostate_GE: speed-up 6.00x (target >= 5.00x): met" in text
+    assert "## Scale sweep over d (n = 200), `fast` schedule (measured 2026-11-01 10:00 UTC, 2 threads)" in text
+
+
+def test_command_measures_both_schedules_and_a_sweep_on_a_tiny_file(tmp_path):
+    rng = np.random.default_rng(0)
+    scipy.io.savemat(tmp_path / "tiny.mat", {"X": rng.normal(size=(12, 30)), "Y": np.arange(12)[:, None] % 2})
+    output = tmp_path / "performance.md"
+    speed.main(["--datasets", "tiny", "--datasets-dir", str(tmp_path), "--epochs", "1", "--sweep-d", "40",
+                "--sweep-n", "--output", str(output), "--notes", str(tmp_path / "absent.md")])
+
+    report = json.loads(output.with_suffix(".json").read_text())
+    row = report["datasets"][0]
+    assert row["paper"]["attention_kernel"] == "reference" and row["fast"]["attention_kernel"] == "fused"
+    assert row["fast"]["flops_per_epoch"] > 0 and row["paper"]["median_seconds"] > 0
+    assert [(r["d"], r["n"]) for r in report["sweep_d"]] == [(40, 200)] and report["sweep_n"] == []
+    text = output.read_text()
+    assert "| tiny | 12 x 30 | small |" in text and "## Scale sweep over d" in text and "## Analysis" not in text
+    assert set(row["attention_seconds"]) == {"fused", "chunked"}
+    assert "| tiny | 12 x 30 | " in text.split("## Attention kernels")[1]
