@@ -71,3 +71,13 @@ def test_command_measures_both_schedules_and_a_sweep_on_a_tiny_file(tmp_path):
     assert "| tiny | 12 x 30 | small |" in text and "## Scale sweep over d" in text and "## Analysis" not in text
     assert set(row["attention_seconds"]) == {"fused", "chunked"}
     assert "| tiny | 12 x 30 | " in text.split("## Attention kernels")[1]
+
+
+def test_render_rewrites_the_markdown_from_the_json_without_measuring(tmp_path):
+    (tmp_path / "report.json").write_text(json.dumps(_report()))
+    (tmp_path / "notes.md").write_text("Edited notes.")
+    output = tmp_path / "performance.md"
+    speed.main(["--render", str(tmp_path / "report.json"), "--notes", str(tmp_path / "notes.md"),
+                "--output", str(output)])
+    text = output.read_text()
+    assert "- Prostate_GE: speed-up 3.00x (target >= 5.00x): missed" in text and text.rstrip().endswith("Edited notes.")

@@ -15,7 +15,9 @@ per epoch of the ``fast`` schedule. The report checks the targets of
 
 ``--keep docs/performance.json`` re-measures only the datasets named (and the
 sweeps, unless given empty) and carries the rest over from the earlier
-report, each marked with the date it was measured on.
+report, each marked with the date it was measured on. ``--render
+docs/performance.json`` measures nothing and rewrites the Markdown (after the
+notes were edited).
 """
 
 from __future__ import annotations
@@ -336,7 +338,15 @@ def main(argv: list[str] | None = None) -> None:
                              "--sweep-d/--sweep-n are given empty, are carried over and marked with their date")
     parser.add_argument("--notes", default="docs/performance_notes.md",
                         help="hand-written analysis appended to the report, if the file exists")
+    parser.add_argument("--render", metavar="JSON",
+                        help="measure nothing: rewrite --output from this report's JSON and --notes")
     args = parser.parse_args(argv)
+    notes = Path(args.notes).read_text() if args.notes and Path(args.notes).is_file() else ""
+    output = Path(args.output)
+    if args.render:
+        output.write_text(render(json.loads(Path(args.render).read_text()), notes))
+        print(f"wrote {output}")
+        return
 
     device = resolve_device(args.device)
     report = {
@@ -370,9 +380,7 @@ def main(argv: list[str] | None = None) -> None:
             report[key].append(result)
     if args.keep:
         keep_results(report, json.loads(Path(args.keep).read_text()))
-    output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    notes = Path(args.notes).read_text() if args.notes and Path(args.notes).is_file() else ""
     output.with_suffix(".json").write_text(json.dumps(report, indent=2))
     output.write_text(render(report, notes))
     print(f"wrote {output} and {output.with_suffix('.json')}")
