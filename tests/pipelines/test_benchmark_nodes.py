@@ -158,7 +158,8 @@ def test_report_judges_the_target_and_names_what_is_missing(tmp_path):
         "arcene": pd.DataFrame(),
     }
     (tmp_path / "arcene.mat").write_bytes(b"x")
-    params = {"seed": 42, "target_points": 2.0, "datasets_dir": str(tmp_path)}
+    params = {"seed": 42, "target_points": 2.0, "datasets_dir": str(tmp_path),
+              "not_run_reasons": {"arcene": "too slow here.\n", "BASEHOCK": "not in this run"}}
     report, summary = build_report(params, "Likely cause: *unstated details*.", **results)
 
     figures, same = plot_benchmark(params, **results)
@@ -172,7 +173,8 @@ def test_report_judges_the_target_and_names_what_is_missing(tmp_path):
     fast = summary[summary["method"] == "ICLFS [fast]"].iloc[0]
     assert fast["paper_accuracy"] == 54.77 and fast["target"] == "met (at or above)"
     assert f"**nci9**: source file {tmp_path / 'nci9.mat'} not found" in report
-    assert "**arcene**: no results for seed 42" in report
+    assert "- **arcene**: no results for seed 42 in docs/benchmark/arcene.csv yet; too slow here.\n" in report
+    assert "BASEHOCK" not in report  # a reason for a dataset outside the run is not a row
     assert "| COIL20 | ICLFS-WL | 61.00 ± 1.00 (100) | 68.17 |" in report
     assert "| COIL20 | 2 | 42: 67.68 (50), 43: 68.68 (100) |" in report  # the seed spread
     assert "![COIL20](benchmark/figures/COIL20.png)" in report

@@ -167,7 +167,8 @@ def build_report(benchmark_report: dict, benchmark_notes: str = "", **results: p
 
     Args:
         benchmark_report: ``seed`` (the rows that make the main table),
-            ``target_points`` and ``datasets_dir`` (to say why a dataset has no results).
+            ``target_points``, ``datasets_dir`` (to tell a missing file from a
+            dataset not run yet) and ``not_run_reasons`` (``{dataset: why}``, optional).
         benchmark_notes: hand-written analysis (``docs/benchmark/notes.md``),
             included as it is; empty when there is none.
         results: ``{dataset: its docs/benchmark/<dataset>.csv}``; empty when not run.
@@ -255,7 +256,8 @@ def build_report(benchmark_report: dict, benchmark_notes: str = "", **results: p
         source = Path(benchmark_report["datasets_dir"]) / f"{dataset}.mat"
         reason = f"source file {source} not found" if not source.exists() else \
             f"no results for seed {seed} in docs/benchmark/{dataset}.csv yet"
-        lines.append(f"- **{dataset}**: {reason}.")
+        why = (benchmark_report.get("not_run_reasons") or {}).get(dataset)
+        lines.append(f"- **{dataset}**: {reason}" + (f"; {why.strip().rstrip('.')}." if why else "."))
     lines += ["", "## Figures", ""] + [f"![{d}](benchmark/figures/{d}.png)" for d in done]
     return "\n".join(lines) + "\n", summary
 
