@@ -51,12 +51,12 @@ class IclfsSession(KedroSession):
         selected = sum((pipelines[name] for name in names if name in pipelines), Pipeline([]))
         raw_inputs = {name.rsplit(".", 1)[0]: name for name in selected.inputs()
                       if name.endswith(f".{RAW}") and "." in name}
-        if raw_inputs:
-            self._run_context = self.load_context()
-            missing = self._missing_sources(self._run_context.catalog, raw_inputs, namespaces)
-            if missing:
-                node_names = self._without(selected, missing, node_names)
         try:
+            if raw_inputs:
+                self._run_context = self.load_context()
+                missing = self._missing_sources(self._run_context.catalog, raw_inputs, namespaces)
+                if missing:
+                    node_names = self._without(selected, missing, node_names)
             return super().run(pipeline_name=pipeline_name, pipeline_names=pipeline_names, namespaces=namespaces,
                                node_names=node_names, **kwargs)
         finally:
