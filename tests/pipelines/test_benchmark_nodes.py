@@ -184,6 +184,11 @@ def test_report_judges_the_target_and_names_what_is_missing(tmp_path):
     assert "Likely cause: *unstated details*." in report
     assert "**COIL20**: ablations" not in report  # met, so not a miss
     assert "The misses" not in build_report(params, **{"COIL20": results["COIL20"]})[0]
+    # A dataset run only with fast is checked too, and fast's seeds count.
+    tox = pd.concat([_result("ICLFS [fast]", s, [0.40, 0.45], dataset="TOX_171") for s in (42, 43, 44)])
+    fast_only = build_report(params, TOX_171=tox)[0]
+    assert "- **TOX_171**: ablations run: ICLFS [fast]; ICLFS seeds: 3 (42, 43, 44);" in fast_only
+    assert "| TOX_171 (ICLFS [fast]) | 3 |" in fast_only
 
 
 def test_summary_of_nothing_is_empty():
