@@ -184,9 +184,8 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
         "rss_before_training_bytes": rss_before,
         "flops_per_epoch": flops,
-        "estimated_bytes": estimate_training_memory(d, n, regime, schedule,
-                                                    config.attention_kernel_for(n, device)).total_bytes,
-        "attention_kernel": config.attention_kernel_for(n, device),
+        "estimated_bytes": estimate_training_memory(d, n, regime, schedule, model.attention.kernel).total_bytes,
+        "attention_kernel": model.attention.kernel,  # the one that ran
     }
     if device.type == "cuda":
         result["peak_cuda_bytes"] = torch.cuda.max_memory_allocated(device)
