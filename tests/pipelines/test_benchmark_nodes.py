@@ -17,7 +17,13 @@ from iclfs.pipelines.benchmark.nodes import (
     merge_results,
     rank_baselines,
 )
-from iclfs.pipelines.benchmark_report.nodes import best_rows, build_report, plot_benchmark, summarize
+from iclfs.pipelines.benchmark_report.nodes import (
+    best_rows,
+    build_report,
+    plot_benchmark,
+    summarize,
+    summary_metrics,
+)
 
 
 @pytest.mark.parametrize(
@@ -189,6 +195,21 @@ def test_report_judges_the_target_and_names_what_is_missing(tmp_path):
     fast_only = build_report(params, TOX_171=tox)[0]
     assert "- **TOX_171**: ablations run: ICLFS [fast]; ICLFS seeds: 3 (42, 43, 44);" in fast_only
     assert "| TOX_171 (ICLFS [fast]) | 3 |" in fast_only
+
+
+def test_mlflow_metrics_log_the_row_the_main_table_shows():
+    results = {
+        "COIL20": pd.concat([_result("ICLFS [fast]", 42, [0.60, 0.62]), _result("ICLFS", 42, [0.65, 0.66]),
+                             _result("LS", 42, [0.7, 0.7])]),
+        "TOX_171": _result("ICLFS [fast]", 42, [0.55, 0.5], dataset="TOX_171"),
+    }
+    metrics = summary_metrics(summarize(results, 42, 2.0))
+    assert set(metrics) == {"COIL20.best_accuracy", "COIL20.difference_to_paper",
+                            "TOX_171.best_accuracy", "TOX_171.difference_to_paper"}
+    assert metrics["COIL20.best_accuracy"]["value"] == pytest.approx(66.0)  # the paper's schedule, not fast or LS
+    assert metrics["TOX_171.best_accuracy"]["value"] == pytest.approx(55.0)  # run only with fast
+    assert metrics["TOX_171.difference_to_paper"]["value"] == pytest.approx(55 - 54.77)
+    assert summary_metrics(summarize({"COIL20": pd.DataFrame()}, 42, 2.0)) == {}
 
 
 def test_summary_of_nothing_is_empty():
