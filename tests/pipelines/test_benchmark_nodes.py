@@ -185,7 +185,8 @@ def test_report_judges_the_target_and_names_what_is_missing(tmp_path):
     assert "| COIL20 | 2 | 42: 67.68 (50), 43: 68.68 (100) |" in report  # the seed spread
     assert "![COIL20](benchmark/figures/COIL20.png)" in report
     # A miss lists what exists to explain it, then the hand-written notes.
-    assert ("- **Prostate_GE**: ablations run: ICLFS-WLD; ICLFS seeds: 1 (42) (fewer than 3); "
+    assert ("- **Prostate_GE**: schedules run: ICLFS; ablations run (best accuracy at seed 42): ICLFS-WLD 60.00; "
+            "ICLFS seeds: 1 (42) (fewer than 3); "
             "our LS/SPEC/MCFS/NDFS are +0.79 points from the paper's on average.") in report
     assert "Likely cause: *unstated details*." in report
     assert "**COIL20**: ablations" not in report  # met, so not a miss
@@ -193,7 +194,11 @@ def test_report_judges_the_target_and_names_what_is_missing(tmp_path):
     # A dataset run only with fast is checked too, and fast's seeds count.
     tox = pd.concat([_result("ICLFS [fast]", s, [0.40, 0.45], dataset="TOX_171") for s in (42, 43, 44)])
     fast_only = build_report(params, TOX_171=tox)[0]
-    assert "- **TOX_171**: ablations run: ICLFS [fast]; ICLFS seeds: 3 (42, 43, 44);" in fast_only
+    assert ("- **TOX_171**: schedules run: ICLFS [fast]; ablations run (best accuracy at seed 42): none; "
+            "ICLFS seeds: 3 (42, 43, 44);") in fast_only
+    tox = pd.concat([tox, _result("ICLFS-WL [fast]", 43, [0.3, 0.3], dataset="TOX_171")])
+    assert ("ablations run (best accuracy at seed 42): ICLFS-WL [fast] (other seeds only); "
+            "ICLFS seeds: 3 (42, 43, 44);") in build_report(params, TOX_171=tox)[0]
     assert "| TOX_171 (ICLFS [fast]) | 3 |" in fast_only
 
 
