@@ -189,7 +189,7 @@ def test_report_judges_the_target_and_names_what_is_missing(tmp_path):
             "ICLFS seeds: 1 (42) (fewer than 3); "
             "our LS/SPEC/MCFS/NDFS are +0.79 points from the paper's on average.") in report
     assert "Likely cause: *unstated details*." in report
-    assert "**COIL20**: ablations" not in report  # met, so not a miss
+    assert "- **COIL20**: schedules run" not in report  # met, so not a miss
     assert "The misses" not in build_report(params, **{"COIL20": results["COIL20"]})[0]
     # A dataset run only with fast is checked too, and fast's seeds count.
     tox = pd.concat([_result("ICLFS [fast]", s, [0.40, 0.45], dataset="TOX_171") for s in (42, 43, 44)])

@@ -138,8 +138,9 @@ def _miss_checks(results: dict[str, pd.DataFrame], summary: pd.DataFrame, seed: 
         # Either schedule trains the same objective, so both count towards the seed spread.
         seeds = sorted(set(table.loc[table["method"].isin(_ICLFS_SCHEDULES), "seed"]))
         ours = best_rows(table[table["seed"] == seed]).set_index("method")["accuracy_mean"]
-        schedules = [m for m in _ICLFS_SCHEDULES if m in set(table["method"])]
-        variants = sorted(set(table["method"]) - set(_ICLFS_SCHEDULES) - set(BASELINE_ORDER))
+        methods = set(table["method"])
+        schedules = [m for m in _ICLFS_SCHEDULES if m in methods]
+        variants = sorted(methods - set(_ICLFS_SCHEDULES) - set(BASELINE_ORDER))
         ablations = ", ".join(f"{m} {100 * ours[m]:.2f}" if m in ours.index else f"{m} (other seeds only)"
                               for m in variants)
         gaps = [100 * ours[m] - PAPER_RESULTS[dataset][m].accuracy for m in PAPER_BASELINES
