@@ -200,6 +200,13 @@ def test_report_judges_the_target_and_names_what_is_missing(tmp_path):
     assert ("ablations run (best accuracy at seed 42): ICLFS-WL [fast] (other seeds only); "
             "ICLFS seeds: 3 (42, 43, 44);") in build_report(params, TOX_171=tox)[0]
     assert "| TOX_171 (ICLFS [fast]) | 3 |" in fast_only
+    # Ablations run with several seeds get their own spread line; one seed is not a spread.
+    tox = pd.concat([tox, _result("ICLFS-WL [fast]", 44, [0.35, 0.2], dataset="TOX_171"),
+                     _result("ICLFS-WLD [fast]", 42, [0.5, 0.5], dataset="TOX_171")])
+    spread = build_report(params, TOX_171=tox)[0].split("## Seed spread")[1]
+    assert "| TOX_171 (ICLFS-WL [fast]) | 2 | 43: 30.00 (50), 44: 35.00 (50) | 32.50 ± 2.50 |" in spread
+    assert spread.index("(ICLFS [fast]) | 3") < spread.index("(ICLFS-WL [fast])")
+    assert "ICLFS-WLD" not in spread
 
 
 def test_mlflow_metrics_log_the_row_the_main_table_shows():

@@ -109,11 +109,16 @@ def _main_iclfs(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def _seed_spread(results: dict[str, pd.DataFrame]) -> list[str]:
+    """One line per dataset and ICLFS configuration (schedule or ablation) run with more than one seed."""
     lines = []
     for dataset, table in results.items():
-        for method in _ICLFS_SCHEDULES:
-            iclfs = table[table["method"] == method] if not table.empty else table
-            if iclfs.empty or iclfs["seed"].nunique() < 2:
+        if table.empty:
+            continue
+        run = set(table["method"])
+        variants = sorted(m for m in run if m.startswith("ICLFS") and m not in _ICLFS_SCHEDULES)
+        for method in [*(m for m in _ICLFS_SCHEDULES if m in run), *variants]:
+            iclfs = table[table["method"] == method]
+            if iclfs["seed"].nunique() < 2:
                 continue
             best = best_rows(iclfs)
             values = 100 * best["accuracy_mean"].to_numpy()
@@ -267,7 +272,7 @@ def build_report(benchmark_report: dict, benchmark_notes: str = "", **results: p
         if benchmark_notes.strip():
             lines += ["", "Analysis (from `docs/benchmark/notes.md`):", "", benchmark_notes.strip()]
 
-    lines += ["", "## Seed spread of ICLFS", "", *_seed_spread(results), "",
+    lines += ["", "## Seed spread of ICLFS and its variants", "", *_seed_spread(results), "",
               "## Runs", "", *_runs_table(results), ""]
     versions = sorted({v for t in results.values() if not t.empty for v in t["versions"]})
     lines += ["Versions: " + "; ".join(f"`{v}`" for v in versions), ""] if versions else []
