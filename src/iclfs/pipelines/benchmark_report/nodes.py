@@ -162,23 +162,26 @@ def _miss_checks(results: dict[str, pd.DataFrame], summary: pd.DataFrame, seed: 
 
 
 def _figure(dataset: str, table: pd.DataFrame, seed: int) -> plt.Figure:
-    fig, ax = plt.subplots(figsize=(6.5, 4))
+    fig, ax = plt.subplots(figsize=(8.5, 4))
     rows = table[table["seed"] == seed]
-    for method, group in rows.groupby("method", sort=True):
+    # Up to 20 distinct colours (the default cycle repeats after 10, and an
+    # ablation ladder plus the baselines is 14 lines); baselines dashed.
+    colours = plt.get_cmap("tab20").colors
+    for i, (method, group) in enumerate(rows.groupby("method", sort=True)):
         group = group.sort_values("k")
         if method == "all features":
             ax.axhline(100 * group["accuracy_mean"].iloc[0], color="grey", linestyle=":", label=method)
             continue
-        style = {"linewidth": 2.5} if method == "ICLFS" else {"linestyle": "--" if method == "random" else "-"}
+        style = {"linewidth": 2.5} if method == "ICLFS" else {"linestyle": "-" if method.startswith("ICLFS") else "--"}
         ax.errorbar(group["k"], 100 * group["accuracy_mean"], yerr=100 * group["accuracy_std"], marker="o",
-                    markersize=3, capsize=2, label=method, **style)
+                    markersize=3, capsize=2, label=method, color=colours[i % len(colours)], **style)
     paper = PAPER_RESULTS.get(dataset, {}).get("ICLFS")
     if paper:
         ax.scatter([paper.k], [paper.accuracy], marker="*", s=150, color="black", zorder=5, label="ICLFS (paper)")
     ax.set_xlabel("number of selected features k")
     ax.set_ylabel("k-means accuracy (%)")
     ax.set_title(f"{dataset} (seed {seed}; bars: std over the k-means runs)", fontsize=10)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
     return fig
 
