@@ -108,6 +108,11 @@ def _main_iclfs(summary: pd.DataFrame) -> pd.DataFrame:
     return rows.drop_duplicates("dataset").sort_index().drop(columns="_preference")
 
 
+def _iclfs_variants(methods: set[str]) -> list[str]:
+    """The ICLFS methods among ``methods`` other than the two schedules (ablations, alternate scores), sorted."""
+    return sorted(m for m in methods if m.startswith("ICLFS") and m not in _ICLFS_SCHEDULES)
+
+
 def _seed_spread(results: dict[str, pd.DataFrame]) -> list[str]:
     """One line per dataset and ICLFS configuration (schedule or ablation) run with more than one seed."""
     lines = []
@@ -115,8 +120,7 @@ def _seed_spread(results: dict[str, pd.DataFrame]) -> list[str]:
         if table.empty:
             continue
         run = set(table["method"])
-        variants = sorted(m for m in run if m.startswith("ICLFS") and m not in _ICLFS_SCHEDULES)
-        for method in [*(m for m in _ICLFS_SCHEDULES if m in run), *variants]:
+        for method in [*(m for m in _ICLFS_SCHEDULES if m in run), *_iclfs_variants(run)]:
             iclfs = table[table["method"] == method]
             if iclfs["seed"].nunique() < 2:
                 continue
@@ -145,9 +149,8 @@ def _miss_checks(results: dict[str, pd.DataFrame], summary: pd.DataFrame, seed: 
         ours = best_rows(table[table["seed"] == seed]).set_index("method")["accuracy_mean"]
         methods = set(table["method"])
         schedules = [m for m in _ICLFS_SCHEDULES if m in methods]
-        variants = sorted(methods - set(_ICLFS_SCHEDULES) - set(BASELINE_ORDER))
         ablations = ", ".join(f"{m} {100 * ours[m]:.2f}" if m in ours.index else f"{m} (other seeds only)"
-                              for m in variants)
+                              for m in _iclfs_variants(methods))
         gaps = [100 * ours[m] - PAPER_RESULTS[dataset][m].accuracy for m in PAPER_BASELINES
                 if m in ours.index and m in PAPER_RESULTS.get(dataset, {})]
         baseline = (f"our LS/SPEC/MCFS/NDFS are {sum(gaps) / len(gaps):+.2f} points from the paper's on average"
