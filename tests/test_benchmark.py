@@ -78,6 +78,24 @@ def test_one_namespace_and_an_ablation_add_rows_without_touching_the_rest(bench,
     assert "| COIL20 | ICLFS-WL [fast] |" in report and "**warpPIE10P**: no results" in report
 
 
+def test_rerunning_one_baseline_trains_nothing_and_replaces_only_its_rows(bench):
+    run(bench, pipeline_names=["benchmark"], namespaces=["COIL20"])
+    first = pd.read_csv(bench / "docs" / "benchmark" / "COIL20.csv")
+
+    run(bench, pipeline_names=["benchmark_baselines"], namespaces=["COIL20"],
+        runtime_params={"benchmark": {"baselines": ["mcfs"]}})
+    merged = pd.read_csv(bench / "docs" / "benchmark" / "COIL20.csv")
+    assert len(versions(bench, "06_models/benchmark/COIL20/model_state.pt")) == 1  # nothing trained
+    assert len(versions(bench, "07_model_output/benchmark/COIL20/baseline_rankings.npz")) == 2
+    untouched = merged[merged["method"] != "MCFS"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(untouched, first[first["method"] != "MCFS"].reset_index(drop=True))
+    mcfs = merged[merged["method"] == "MCFS"]
+    assert list(mcfs["k"]) == [5, 10] and mcfs["run_at"].min() >= first["run_at"].max()
+    # the same fits on the same data: the same accuracies
+    np.testing.assert_array_equal(mcfs["accuracy_mean"], first.loc[first["method"] == "MCFS", "accuracy_mean"])
+    assert not (bench / "docs" / "benchmark.md").exists()  # as for benchmark: the report is a step of a full run
+
+
 def test_asking_for_a_missing_dataset_names_its_file(bench):
     with pytest.raises(BenchmarkDataMissingError, match=r"nci9: .*mats/nci9.mat not found"):
         run(bench, pipeline_names=["benchmark"], namespaces=["nci9"])

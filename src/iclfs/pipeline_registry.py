@@ -39,4 +39,6 @@ def register_pipelines() -> dict[str, Pipeline]:
     # One namespace per dataset (kedro run --pipeline benchmark --namespaces COIL20), then the report.
     pipelines["benchmark_report"] = benchmark_report.create_pipeline()
     pipelines["benchmark"] = benchmark.create_pipeline() + pipelines["benchmark_report"]
+    # The baselines alone (no training), e.g. after a baseline changed; their rows replace theirs.
+    pipelines["benchmark_baselines"] = benchmark.create_baselines_pipeline() + pipelines["benchmark_report"]
     return pipelines

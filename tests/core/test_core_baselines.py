@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import math
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
 from scipy import linalg
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import Lars
 
 from iclfs.core.baselines import (
     _ndfs_factor,
     _ndfs_residual_op,
     _ndfs_w,
     _spectral_embedding,
+    knn_affinity,
     laplacian_score_ranking,
     mcfs_ranking,
     mcfs_scores,
+    mcfs_selections,
     ndfs_ranking,
     ndfs_scores,
     random_rankings,
@@ -166,6 +171,33 @@ def test_mcfs_scores_nonnegative_and_sparse():
     assert 1 <= np.count_nonzero(s) <= 2 * 5  # at most n_nonzero per eigenvector
 
 
+@pytest.mark.parametrize(("n", "d"), [(90, 50), (40, 120)])  # d < n (Gram) and d > n (path ends at n)
+def test_mcfs_selections_equal_one_lars_fit_per_k(n, d):
+    rng = np.random.default_rng(n)
+    X = standardize(rng.normal(size=(n, d)))
+    k_values = [3, 10, 25, 45]
+    selections = mcfs_selections(X, 3, k_values)
+    Y = _spectral_embedding(knn_affinity(X, 5).toarray(), 3)
+    for k in k_values:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            coef = Lars(n_nonzero_coefs=k, fit_intercept=False).fit(X, Y).coef_
+        expected = np.abs(coef).max(axis=0)
+        np.testing.assert_allclose(mcfs_scores(X, 3, n_nonzero=k), expected, rtol=0, atol=1e-12)
+        assert selections[k].dtype == np.int64 and np.array_equal(np.sort(selections[k]), np.arange(d))
+        top = selections[k][:k]
+        assert np.all(expected[top][:-1] >= expected[top][1:])  # best first
+        assert expected[top].min() >= np.delete(expected, top).max()
+
+
+def test_mcfs_selection_at_small_k_is_not_a_prefix_of_the_large_one():
+    X, informative, _ = three_clusters(seed=3)
+    selections = mcfs_selections(X, 2, [5, 10, 40])
+    assert len(set(selections[5][:5]) & set(informative.tolist())) == 5
+    assert hits(selections[10], informative) >= 8
+    assert [k for k in (5, 10) if not np.array_equal(selections[k][:k], selections[40][:k])]
+
+
 def test_ndfs_push_through_matches_direct_inverse():
     rng = np.random.default_rng(9)
     n, d, c, beta = 12, 8, 3, 0.7
@@ -228,6 +260,10 @@ GOOD = np.random.default_rng(11).normal(size=(10, 4))
         (lambda: ndfs_ranking(GOOD, 11), "n_clusters"),
         (lambda: mcfs_ranking(GOOD, 2, n_nonzero=0), "n_nonzero"),
         (lambda: mcfs_ranking(GOOD, 2, n_nonzero=5), "n_nonzero"),
+        (lambda: mcfs_selections(GOOD, 2, []), "at least one"),
+        (lambda: mcfs_selections(GOOD, 2, [2, 5]), r"every k in k_values must be an integer in 1\.\.4, got 5"),
+        (lambda: mcfs_selections(GOOD, 2, [2.5]), "every k in k_values"),
+        (lambda: mcfs_selections(GOOD, 10, [2]), "n_clusters"),
         (lambda: ndfs_ranking(GOOD, 2, alpha=0.0), "alpha"),
         (lambda: ndfs_ranking(GOOD, 2, beta=-1.0), "beta"),
         (lambda: ndfs_ranking(GOOD, 2, max_iter=0), "max_iter"),

@@ -9,9 +9,11 @@ import pandas as pd
 import pytest
 
 from iclfs.benchmarks.paper import PAPER_RESULTS
-from iclfs.pipelines.benchmark import BENCHMARK_DATASETS, create_pipeline
+from iclfs.core.baselines import mcfs_ranking
+from iclfs.pipelines.benchmark import BENCHMARK_DATASETS, create_baselines_pipeline, create_pipeline
 from iclfs.pipelines.benchmark.nodes import (
     RESULT_COLUMNS,
+    evaluate_baselines,
     evaluate_methods,
     iclfs_variant,
     merge_results,
@@ -62,6 +64,18 @@ def test_every_namespace_has_the_same_nodes_and_shares_parameters():
     assert {f"{ns}.raw_data" for ns in BENCHMARK_DATASETS} <= pipeline.inputs()
 
 
+def test_the_baselines_pipeline_trains_nothing_and_shares_the_records():
+    baselines, full = create_baselines_pipeline(), create_pipeline()
+    names = {node.name.split(".", 1)[1] for node in baselines.nodes if node.namespace == "COIL20"}
+    assert {"rank_baselines", "evaluate_baselines", "merge_results"} <= names
+    assert not names & {"train_model", "evaluate_methods"}
+    assert {node.namespace for node in baselines.nodes} == set(BENCHMARK_DATASETS)
+    # the same result table and rankings as the full benchmark, so a rerun replaces rows
+    shared = {"COIL20.benchmark_result", "COIL20.previous_benchmark_result", "COIL20.baseline_rankings"}
+    assert shared <= baselines.datasets() & full.datasets()
+    assert all("." not in p for p in baselines.inputs() if p.startswith("params:"))
+
+
 @pytest.fixture
 def three_clusters():
     rng = np.random.default_rng(0)
@@ -85,8 +99,10 @@ def test_every_method_goes_through_one_protocol(base_parameters, three_clusters)
     X, labels = three_clusters
     params = _params(base_parameters, random_seeds=4)
     ls = pd.DataFrame({"feature_index": np.arange(30), "laplacian_score": np.linspace(0, 1, 30)})
-    rankings, seconds = rank_baselines(X, labels, ls, params["benchmark"], seed=42)
-    assert set(rankings) == {"laplacian_score", "spec", "mcfs", "ndfs", "random"}
+    rankings, seconds = rank_baselines(X, labels, ls, params["benchmark"], params["lgrc"], seed=42)
+    # MCFS fits once per k (k = 50 > d has none); the others rank once
+    assert set(rankings) == {"laplacian_score", "spec", "mcfs@5", "mcfs@10", "ndfs", "random"}
+    assert set(seconds) == {"laplacian_score", "spec", "mcfs", "ndfs", "random", "all_features"}
     assert rankings["random"].shape == (4, 30)
     np.testing.assert_array_equal(rankings["laplacian_score"], np.arange(30))
 
@@ -105,7 +121,34 @@ def test_every_method_goes_through_one_protocol(base_parameters, three_clusters)
     assert (table.loc[table["method"] == "random", "n_runs"] == 12).all()  # 4 rankings x 3 runs, pooled
     everything = table[table["method"] == "all features"]
     assert list(everything["k"]) == [30] and (everything["n_runs"] == 3).all()
-    assert (table["seed"] == 42).all() and (table["epochs"] == params["training"]["epochs"]).all()
+    assert (table["seed"] == 42).all()
+    assert (iclfs["epochs"] == params["training"]["epochs"]).all() and (iclfs["schedule"] == "paper").all()
+    # baselines are numpy: no device of their own, no schedule, no epochs
+    others = table[table["method"] != "ICLFS"]
+    assert (others["device"] == "cpu").all() and (others["schedule"] == "none").all() and (others["epochs"] == 0).all()
+
+
+def test_a_per_k_baseline_is_scored_with_its_own_fit_at_each_k(base_parameters, three_clusters):
+    X, labels = three_clusters
+    params = _params(base_parameters, baselines=["mcfs"])
+    informative_first, noise_first = np.arange(30), np.arange(30)[::-1]
+    # at k = 5 the fit picked the five informative columns, at k = 10 only noise
+    rankings = {"mcfs@5": informative_first, "mcfs@10": noise_first}
+    table = evaluate_baselines(X, labels, {"source": "toy.mat"}, rankings, {"mcfs": 0.5}, params)
+    accuracy = dict(zip(table["k"], table["accuracy_mean"], strict=True))
+    assert accuracy[5] == pytest.approx(1.0) and accuracy[10] < 0.7
+    with pytest.raises(ValueError, match=r"no ranking for mcfs at k = 10 .*'mcfs@5'"):
+        evaluate_baselines(X, labels, {"source": "toy.mat"}, {"mcfs@5": informative_first}, {"mcfs": 0.5}, params)
+
+
+def test_the_real_mcfs_ranking_fits_each_k(base_parameters, three_clusters):
+    X, labels = three_clusters
+    params = _params(base_parameters)
+    rankings, _ = rank_baselines(X, labels, pd.DataFrame(), {"baselines": ["mcfs"], "mcfs": {"n_neighbors": 5}},
+                                 params["lgrc"], seed=0)
+    for k in (5, 10):
+        expected = mcfs_ranking(np.asarray(X, dtype=np.float64), 3, n_neighbors=5, n_nonzero=k)
+        np.testing.assert_array_equal(rankings[f"mcfs@{k}"][:k], expected[:k])
 
 
 def test_the_protocol_refuses_unlabelled_data(base_parameters, three_clusters):
@@ -120,7 +163,7 @@ def test_the_protocol_refuses_unlabelled_data(base_parameters, three_clusters):
 def test_unknown_baseline_is_named(base_parameters, three_clusters):
     X, labels = three_clusters
     with pytest.raises(ValueError, match=r"unknown benchmark.baselines \['relieff'\]"):
-        rank_baselines(X, labels, pd.DataFrame(), {"baselines": ["relieff"]}, seed=0)
+        rank_baselines(X, labels, pd.DataFrame(), {"baselines": ["relieff"]}, {"k_values": [5]}, seed=0)
 
 
 def _result(method, seed, accs, dataset="COIL20", ks=(50, 100)):

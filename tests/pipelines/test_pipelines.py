@@ -43,7 +43,8 @@ def run_pipeline(name: str, params: dict, **data) -> DataCatalog:
 
 def test_registry_has_every_stage_and_default_chains_them():
     pipelines = register_pipelines()
-    assert set(STAGES) | {"__default__", "select", "benchmark", "benchmark_report"} == set(pipelines)
+    assert set(STAGES) | {"__default__", "select", "benchmark", "benchmark_baselines", "benchmark_report"} == set(
+        pipelines)
     default = pipelines["__default__"]
     assert default.inputs() == {"raw_data", "parameters", "previous_selected_features"} | {
         f"params:{p}" for p in ("lgrc", "views", "seed", "training", "ranking", "laplacian", "evaluation", "select")}
@@ -80,7 +81,8 @@ def test_every_benchmark_dataset_resolves_through_a_factory():
 
     loader = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), base_env="base", default_run_env="base")
     catalog = DataCatalog.from_config(loader["catalog"])
-    names = register_pipelines()["benchmark"].datasets()
+    pipelines = register_pipelines()
+    names = pipelines["benchmark"].datasets() | pipelines["benchmark_baselines"].datasets()
     for name in sorted(n for n in names if not n.startswith("params:") and n != "parameters"):
         dataset = catalog.get(name)
         assert not isinstance(dataset, MemoryDataset), f"{name} has no catalog entry (it would not be saved)"

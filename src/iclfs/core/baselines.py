@@ -193,6 +193,37 @@ def _spectral_embedding(W: np.ndarray, n_components: int) -> np.ndarray:
     return U[:, ::-1] / sqrt_degree[:, None]
 
 
+def _mcfs_scores_at(X: np.ndarray, n_clusters: int, n_neighbors: int, cardinalities: list[int]) -> np.ndarray:
+    """MCFS scores for several LARS cardinalities from one path per eigenvector.
+
+    LARS adds one feature per step, so the fit stopped at cardinality k is
+    the path's k-th step: one path to the largest k gives every smaller one,
+    exactly as ``Lars(n_nonzero_coefs=k)`` would (the same steps, in the
+    same order). A path that ends early (at most min(n, d) features can be
+    active) keeps its last step for every larger k.
+
+    Returns:
+        (len(cardinalities), d) float64 >= 0, row i for ``cardinalities[i]``.
+    """
+    Y = _spectral_embedding(knn_affinity(X, n_neighbors).toarray(), n_clusters)
+    with warnings.catch_warnings():
+        # With d >> n, LARS drops regressors that become collinear with the
+        # active set and warns; that is the expected path, not a failure.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        lars = Lars(n_nonzero_coefs=max(cardinalities), fit_intercept=False, fit_path=True).fit(X, Y)
+    paths = lars.coef_path_ if isinstance(lars.coef_path_, list) else [lars.coef_path_]
+    scores = np.zeros((len(cardinalities), X.shape[1]))
+    for path in paths:  # (d, steps + 1); column 0 is the empty model
+        steps = np.minimum(np.asarray(cardinalities), path.shape[1] - 1)
+        scores = np.maximum(scores, np.abs(path[:, steps].T))
+    return scores
+
+
+def _check_cardinality(name: str, value: object, d: int) -> None:
+    if not _is_int(value) or not 1 <= value <= d:
+        raise ValueError(f"{name} must be an integer in 1..{d}, got {value!r}")
+
+
 def mcfs_scores(
     X: np.ndarray, n_clusters: int, n_neighbors: int = 5, n_nonzero: int | None = None
 ) -> np.ndarray:
@@ -215,8 +246,9 @@ def mcfs_scores(
         n_neighbors: p of the kNN graph; 1..n-1.
         n_nonzero: LARS cardinality per eigenvector, 1..d. ``None`` uses
             min(d, 300). The paper sets it to the number of features to
-            select, which a full ranking does not know; 300 bounds the LARS
-            path length. LARS can never hold more than min(n, d) active
+            select, which a full ranking does not know (use
+            :func:`mcfs_selections` for that); 300 bounds the LARS path
+            length. LARS can never hold more than min(n, d) active
             features, so for d >> n the cap is in effect n, and for d < n
             with n_nonzero = d the path ends at plain least squares.
 
@@ -229,17 +261,9 @@ def mcfs_scores(
     _check_neighbors(n_neighbors, n)
     if n_nonzero is None:
         n_nonzero = min(d, MCFS_MAX_NONZERO)
-    elif not _is_int(n_nonzero) or not 1 <= n_nonzero <= d:
-        raise ValueError(f"n_nonzero must be an integer in 1..{d} or None, got {n_nonzero!r}")
-
-    Y = _spectral_embedding(knn_affinity(X, n_neighbors).toarray(), n_clusters)
-    with warnings.catch_warnings():
-        # With d >> n, LARS drops regressors that become collinear with the
-        # active set and warns; that is the expected path, not a failure.
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        lars = Lars(n_nonzero_coefs=n_nonzero, fit_intercept=False).fit(X, Y)
-    coef = np.atleast_2d(lars.coef_)  # (n_clusters, d)
-    return np.abs(coef).max(axis=0)
+    else:
+        _check_cardinality("n_nonzero", n_nonzero, d)
+    return _mcfs_scores_at(X, n_clusters, n_neighbors, [n_nonzero])[0]
 
 
 def mcfs_ranking(
@@ -251,6 +275,41 @@ def mcfs_ranking(
         (d,) int64 ranking; never-selected features (score 0) last, by index.
     """
     return _rank_descending(mcfs_scores(X, n_clusters, n_neighbors, n_nonzero))
+
+
+def mcfs_selections(
+    X: np.ndarray, n_clusters: int, k_values: list[int], n_neighbors: int = 5
+) -> dict[int, np.ndarray]:
+    """MCFS as its paper runs it: for each number k of features to select, a fit of cardinality k.
+
+    The paper's selection of k features takes the k best scores of the
+    LARS fits stopped at k active features per eigenvector, so the set for
+    k = 50 is not the first 50 of the set for k = 300. All fits come from
+    one LARS path per eigenvector (see :func:`mcfs_scores` for the graph
+    and the embedding).
+
+    Args:
+        X: (n, d) standardized data.
+        n_clusters: K, the number of non-trivial eigenvectors; 2..n-1.
+        k_values: the numbers of features to select, each in 1..d.
+        n_neighbors: p of the kNN graph; 1..n-1.
+
+    Returns:
+        ``{k: (d,) int64 ranking by the scores of the cardinality-k fit}``;
+        its first k entries are MCFS's k features (a fit with fewer than k
+        features selected fills up with unselected ones, by index).
+    """
+    X = _check_data(X)
+    n, d = X.shape
+    _check_clusters(n_clusters, n - 1, n)
+    _check_neighbors(n_neighbors, n)
+    k_values = list(k_values)
+    if not k_values:
+        raise ValueError("k_values must name at least one number of features to select")
+    for k in k_values:
+        _check_cardinality("every k in k_values", k, d)
+    scores = _mcfs_scores_at(X, n_clusters, n_neighbors, k_values)
+    return {int(k): _rank_descending(row) for k, row in zip(k_values, scores, strict=True)}
 
 
 # ---------------------------------------------------------------------- NDFS

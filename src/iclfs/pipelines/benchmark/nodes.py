@@ -54,18 +54,27 @@ def iclfs_variant(parameters: dict) -> str:
 
 
 def rank_baselines(
-    standardized_data: np.ndarray, labels: dict, laplacian_scores: pd.DataFrame, benchmark: dict, seed: int
+    standardized_data: np.ndarray,
+    labels: dict,
+    laplacian_scores: pd.DataFrame,
+    benchmark: dict,
+    lgrc: dict,
+    seed: int,
 ) -> tuple[dict[str, np.ndarray], dict[str, float]]:
     """Every baseline's ranking of the features, on the same standardized data as ICLFS.
 
     LS reuses the Laplacian scores of the ``laplacian`` stage (SPEC §6).
     MCFS and NDFS are told the number of classes, as is usual for them.
+    MCFS fits once per k of ``lgrc.k_values`` (k <= d), as its paper does
+    (see :func:`iclfs.core.baselines.mcfs_selections`).
 
     Returns:
         baseline_rankings: ``{parameter key: (d,) int64 ranking}``; ``random``
-            is (n_seeds, d), one permutation per seed; ``all_features`` is absent
-            (it ranks nothing).
-        baseline_seconds: ``{parameter key: seconds to compute its ranking}``.
+            is (n_seeds, d), one permutation per seed; a method that selects
+            per k has one ranking per k instead, keyed ``"<key>@<k>"``
+            (``mcfs@50``), whose first k are its selection; ``all_features``
+            is absent (it ranks nothing).
+        baseline_seconds: ``{parameter key: seconds to compute its ranking(s)}``.
     """
     unknown = sorted(set(benchmark["baselines"]) - set(BASELINE_NAMES))
     if unknown:
@@ -73,34 +82,146 @@ def rank_baselines(
     codes = np.asarray(labels["codes"])
     X = np.asarray(standardized_data, dtype=np.float64)
     n_clusters = len(np.unique(codes)) if codes.size else None
+    k_values = _k_values(lgrc, X.shape[1])
     rankings: dict[str, np.ndarray] = {}
     seconds: dict[str, float] = {}
     for key in benchmark["baselines"]:
         started = time.perf_counter()
+        if key in ("mcfs", "ndfs") and n_clusters is None:
+            raise ValueError(f"benchmark baseline {key} needs labels (the number of classes); the data has none")
         if key == "laplacian_score":
             ls = laplacian_scores.set_index("feature_index")["laplacian_score"].sort_index().to_numpy()
             rankings[key] = baselines.rank_ascending(ls)
         elif key == "spec":
             rankings[key] = baselines.spec_ranking(X, **benchmark.get("spec", {}))
-        elif key in ("mcfs", "ndfs"):
-            if n_clusters is None:
-                raise ValueError(f"benchmark baseline {key} needs labels (the number of classes); the data has none")
-            rank = baselines.mcfs_ranking if key == "mcfs" else baselines.ndfs_ranking
-            rankings[key] = rank(X, n_clusters, **benchmark.get(key, {}))
+        elif key == "mcfs":
+            per_k = baselines.mcfs_selections(X, n_clusters, k_values, **benchmark.get("mcfs", {}))
+            rankings.update({_per_k_key(key, k): ranking for k, ranking in per_k.items()})
+        elif key == "ndfs":
+            rankings[key] = baselines.ndfs_ranking(X, n_clusters, **benchmark.get("ndfs", {}))
         elif key == "random":
             rankings[key] = baselines.random_rankings(X.shape[1], int(benchmark["random_seeds"]), seed=seed)
         seconds[key] = time.perf_counter() - started
     return rankings, seconds
 
 
+def _k_values(lgrc: dict, d: int) -> list[int]:
+    """The protocol's k list: ``lgrc.k_values`` up to d, ascending."""
+    return sorted(int(k) for k in lgrc["k_values"] if k <= d)
+
+
+def _per_k_key(key: str, k: int) -> str:
+    return f"{key}@{k}"
+
+
+def _baseline_ranking(rankings: dict[str, np.ndarray], key: str, k: int) -> np.ndarray:
+    """The ranking(s) whose first k are ``key``'s selection at k: (n_rankings, d)."""
+    for name in (_per_k_key(key, k), key):
+        if name in rankings:
+            return np.atleast_2d(rankings[name])
+    raise ValueError(f"baseline_rankings has no ranking for {key} at k = {k} (keys: {sorted(rankings)}); "
+                     "rerun rank_baselines with the same lgrc.k_values")
+
+
 def _versions() -> str:
     return " ".join(f"{package}={version(package)}" for package in ("iclfs", "torch", "kedro", "scikit-learn"))
+
+
+_ROW_COLUMNS = ("method", "k", "accuracy_mean", "accuracy_std", "nmi_mean", "nmi_std", "n_runs", "seconds",
+                "evaluation_seconds")
 
 
 def _row(method: str, k: int, acc: np.ndarray, nmi: np.ndarray, seconds: float, evaluation_seconds: float) -> dict:
     return {"method": method, "k": int(k), "accuracy_mean": float(acc.mean()), "accuracy_std": float(acc.std()),
             "nmi_mean": float(nmi.mean()), "nmi_std": float(nmi.std()), "n_runs": int(acc.size),
             "seconds": float(seconds), "evaluation_seconds": float(evaluation_seconds)}
+
+
+def _protocol(X: np.ndarray, codes: np.ndarray, columns: np.ndarray, parameters: dict):
+    started = time.perf_counter()
+    acc, nmi = kmeans_scores(X[:, columns], codes, n_runs=int(parameters["evaluation"]["n_runs"]),
+                             seed=int(parameters["seed"]))
+    return acc, nmi, time.perf_counter() - started
+
+
+def _labelled(standardized_data: np.ndarray, labels: dict, ground_truth: dict) -> tuple[np.ndarray, np.ndarray, str]:
+    codes = np.asarray(labels["codes"])
+    source = str(ground_truth.get("source", "data"))
+    if codes.size == 0:
+        raise ValueError(f"the benchmark needs class labels to score clusterings; {source} has none")
+    return np.asarray(standardized_data), codes, source
+
+
+def _table(rows: list[dict], source: str, parameters: dict, device: str, schedule: str, epochs: int) -> pd.DataFrame:
+    table = pd.DataFrame(rows, columns=list(_ROW_COLUMNS))
+    table["dataset"] = PurePath(source).stem
+    table["seed"] = int(parameters["seed"])
+    table["device"] = device
+    table["schedule"] = schedule
+    table["epochs"] = int(epochs)
+    table["run_at"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    table["versions"] = _versions()
+    return table[RESULT_COLUMNS]
+
+
+def evaluate_iclfs(
+    standardized_data: np.ndarray,
+    labels: dict,
+    ground_truth: dict,
+    selected_features: pd.DataFrame,
+    training_history: pd.DataFrame,
+    parameters: dict,
+) -> pd.DataFrame:
+    """This run's ICLFS selection at every k through the k-means protocol (SPEC §8): one row per k.
+
+    ``seconds`` is the training time; device and schedule are the training's.
+
+    Returns:
+        The columns of :data:`RESULT_COLUMNS`, method :func:`iclfs_variant`.
+    """
+    X, codes, source = _labelled(standardized_data, labels, ground_truth)
+    method = iclfs_variant(parameters)
+    training_seconds = float(training_history["seconds"].sum())
+    rows = []
+    for k, group in selected_features.groupby("k"):
+        acc, nmi, spent = _protocol(X, codes, group.sort_values("rank")["feature_index"].to_numpy(), parameters)
+        rows.append(_row(method, k, acc, nmi, training_seconds, spent))
+    return _table(rows, source, parameters, device=str(training_history["device"].iloc[0]),
+                  schedule=str(training_history["schedule"].iloc[0]), epochs=parameters["training"]["epochs"])
+
+
+def evaluate_baselines(
+    standardized_data: np.ndarray,
+    labels: dict,
+    ground_truth: dict,
+    baseline_rankings: dict[str, np.ndarray],
+    baseline_seconds: dict[str, float],
+    parameters: dict,
+) -> pd.DataFrame:
+    """Every baseline of ``benchmark.baselines`` through the same protocol: one row per method and k.
+
+    ``random`` pools its runs over all its seeds; ``all features`` has one
+    row, k = d. ``seconds`` is the time to rank. Baselines run in numpy, so
+    their rows say device ``cpu``, schedule ``none`` and 0 epochs.
+
+    Returns:
+        The columns of :data:`RESULT_COLUMNS`.
+    """
+    X, codes, source = _labelled(standardized_data, labels, ground_truth)
+    d = X.shape[1]
+    rows = []
+    for key in parameters["benchmark"]["baselines"]:
+        name = BASELINE_NAMES[key]
+        if key == "all_features":
+            acc, nmi, spent = _protocol(X, codes, np.arange(d), parameters)
+            rows.append(_row(name, d, acc, nmi, 0.0, spent))
+            continue
+        for k in _k_values(parameters["lgrc"], d):
+            runs = [_protocol(X, codes, r[:k], parameters) for r in _baseline_ranking(baseline_rankings, key, k)]
+            acc = np.concatenate([r[0] for r in runs])
+            nmi = np.concatenate([r[1] for r in runs])
+            rows.append(_row(name, k, acc, nmi, baseline_seconds[key], sum(r[2] for r in runs)))
+    return _table(rows, source, parameters, device="cpu", schedule="none", epochs=0)
 
 
 def evaluate_methods(
@@ -117,56 +238,16 @@ def evaluate_methods(
 
     Every method gets the same standardized data, the same k list
     (``lgrc.k_values``, k <= d) and the same ``evaluation.n_runs`` k-means runs
-    seeded ``seed + r``. ``random`` pools its runs over all its seeds;
-    ``all features`` has one row, k = d. ICLFS's ``seconds`` is its training
-    time; a baseline's is the time to rank.
+    seeded ``seed + r``: :func:`evaluate_iclfs`'s rows, then
+    :func:`evaluate_baselines`'s.
 
     Returns:
         The columns of :data:`RESULT_COLUMNS`.
     """
-    codes = np.asarray(labels["codes"])
-    source = str(ground_truth.get("source", "data"))
-    if codes.size == 0:
-        raise ValueError(f"the benchmark needs class labels to score clusterings; {source} has none")
-    X = np.asarray(standardized_data)
-    d = X.shape[1]
-    n_runs, seed = int(parameters["evaluation"]["n_runs"]), int(parameters["seed"])
-    k_values = sorted(k for k in parameters["lgrc"]["k_values"] if k <= d)
-
-    def protocol(columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-        started = time.perf_counter()
-        acc, nmi = kmeans_scores(X[:, columns], codes, n_runs=n_runs, seed=seed)
-        return acc, nmi, time.perf_counter() - started
-
-    rows = []
-    method = iclfs_variant(parameters)
-    training_seconds = float(training_history["seconds"].sum())
-    for k, group in selected_features.groupby("k"):
-        acc, nmi, spent = protocol(group.sort_values("rank")["feature_index"].to_numpy())
-        rows.append(_row(method, k, acc, nmi, training_seconds, spent))
-
-    for key in parameters["benchmark"]["baselines"]:
-        name = BASELINE_NAMES[key]
-        if key == "all_features":
-            acc, nmi, spent = protocol(np.arange(d))
-            rows.append(_row(name, d, acc, nmi, 0.0, spent))
-            continue
-        ranking = np.atleast_2d(baseline_rankings[key])
-        for k in k_values:
-            runs = [protocol(r[:k]) for r in ranking]
-            acc = np.concatenate([r[0] for r in runs])
-            nmi = np.concatenate([r[1] for r in runs])
-            rows.append(_row(name, k, acc, nmi, baseline_seconds[key], sum(r[2] for r in runs)))
-
-    table = pd.DataFrame(rows)
-    table["dataset"] = PurePath(source).stem
-    table["seed"] = seed
-    table["device"] = str(training_history["device"].iloc[0])
-    table["schedule"] = str(training_history["schedule"].iloc[0])
-    table["epochs"] = int(parameters["training"]["epochs"])
-    table["run_at"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    table["versions"] = _versions()
-    return table[RESULT_COLUMNS]
+    data = (standardized_data, labels, ground_truth)
+    return pd.concat([evaluate_iclfs(*data, selected_features, training_history, parameters),
+                      evaluate_baselines(*data, baseline_rankings, baseline_seconds, parameters)],
+                     ignore_index=True)
 
 
 def merge_results(benchmark_evaluation: pd.DataFrame, previous_result: pd.DataFrame) -> pd.DataFrame:
