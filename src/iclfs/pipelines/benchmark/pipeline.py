@@ -19,13 +19,11 @@ BENCHMARK_DATASETS = ("ALLAML", "arcene", "BASEHOCK", "COIL20", "nci9", "PCMAC",
                       "TOX_171", "warpPIE10P")
 
 
-def _baseline_nodes() -> list[Node]:
-    return [
-        Node(rank_baselines,
-             inputs=["standardized_data", "labels", "laplacian_scores", "params:benchmark", "params:lgrc",
-                     "params:seed"],
-             outputs=["baseline_rankings", "baseline_seconds"], name="rank_baselines"),
-    ]
+def _rank_baselines_node() -> Node:
+    return Node(rank_baselines,
+                inputs=["standardized_data", "labels", "laplacian_scores", "params:benchmark", "params:lgrc",
+                        "params:seed"],
+                outputs=["baseline_rankings", "baseline_seconds"], name="rank_baselines")
 
 
 def _record_nodes() -> list[Node]:
@@ -45,7 +43,7 @@ def dataset_pipeline() -> Pipeline:
                     inputs=["standardized_data", "labels", "ground_truth", "selected_features", "training_history",
                             "baseline_rankings", "baseline_seconds", "parameters"],
                     outputs="benchmark_evaluation", name="evaluate_methods")
-    return iclfs + Pipeline([*_baseline_nodes(), evaluate, *_record_nodes()], tags="benchmark")
+    return iclfs + Pipeline([_rank_baselines_node(), evaluate, *_record_nodes()], tags="benchmark")
 
 
 def baselines_pipeline() -> Pipeline:
@@ -59,7 +57,7 @@ def baselines_pipeline() -> Pipeline:
                     inputs=["standardized_data", "labels", "ground_truth", "baseline_rankings", "baseline_seconds",
                             "parameters"],
                     outputs="benchmark_evaluation", name="evaluate_baselines")
-    return stages + Pipeline([*_baseline_nodes(), evaluate, *_record_nodes()], tags="benchmark")
+    return stages + Pipeline([_rank_baselines_node(), evaluate, *_record_nodes()], tags="benchmark")
 
 
 def _per_dataset(template: Pipeline, datasets: tuple[str, ...]) -> Pipeline:
