@@ -211,9 +211,9 @@ def _mcfs_scores_at(X: np.ndarray, n_clusters: int, n_neighbors: int, cardinalit
         # active set and warns; that is the expected path, not a failure.
         warnings.simplefilter("ignore", ConvergenceWarning)
         lars = Lars(n_nonzero_coefs=max(cardinalities), fit_intercept=False, fit_path=True).fit(X, Y)
-    paths = lars.coef_path_ if isinstance(lars.coef_path_, list) else [lars.coef_path_]
     scores = np.zeros((len(cardinalities), X.shape[1]))
-    for path in paths:  # (d, steps + 1); column 0 is the empty model
+    # One path per eigenvector (n_clusters >= 2, so sklearn keeps the list).
+    for path in lars.coef_path_:  # (d, steps + 1); column 0 is the empty model
         steps = np.minimum(np.asarray(cardinalities), path.shape[1] - 1)
         scores = np.maximum(scores, np.abs(path[:, steps].T))
     return scores
