@@ -171,7 +171,7 @@ def test_mcfs_scores_nonnegative_and_sparse():
     assert 1 <= np.count_nonzero(s) <= 2 * 5  # at most n_nonzero per eigenvector
 
 
-@pytest.mark.parametrize(("n", "d"), [(90, 50), (40, 120)])  # d < n (Gram) and d > n (path ends at n)
+@pytest.mark.parametrize(("n", "d"), [(90, 50), (40, 120)])  # d < n, and d > n where k = 45 > n outlasts the path
 def test_mcfs_selections_equal_one_lars_fit_per_k(n, d):
     rng = np.random.default_rng(n)
     X = standardize(rng.normal(size=(n, d)))
