@@ -132,9 +132,9 @@ _ROW_COLUMNS = ("method", "k", "accuracy_mean", "accuracy_std", "nmi_mean", "nmi
 
 
 def _row(method: str, k: int, acc: np.ndarray, nmi: np.ndarray, seconds: float, evaluation_seconds: float) -> dict:
-    return {"method": method, "k": int(k), "accuracy_mean": float(acc.mean()), "accuracy_std": float(acc.std()),
-            "nmi_mean": float(nmi.mean()), "nmi_std": float(nmi.std()), "n_runs": int(acc.size),
-            "seconds": float(seconds), "evaluation_seconds": float(evaluation_seconds)}
+    values = (method, int(k), float(acc.mean()), float(acc.std()), float(nmi.mean()), float(nmi.std()),
+              int(acc.size), float(seconds), float(evaluation_seconds))
+    return dict(zip(_ROW_COLUMNS, values, strict=True))
 
 
 def _protocol(X: np.ndarray, codes: np.ndarray, columns: np.ndarray, parameters: dict):
