@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import scipy.io
 
 from iclfs.benchmarks import speed
@@ -71,6 +72,16 @@ def test_command_measures_both_schedules_and_a_sweep_on_a_tiny_file(tmp_path):
     assert "| tiny | 12 x 30 | small |" in text and "## Scale sweep over d" in text and "## Analysis" not in text
     assert set(row["attention_seconds"]) == {"fused", "chunked"}
     assert "| tiny | 12 x 30 | " in text.split("## Attention kernels")[1]
+    assert row["fast"]["precision"] == row["paper"]["precision"] == "fp32" and row["fast"]["threads"] >= 1
+    assert "| fused | fp32 |" in text
+
+
+def test_command_refuses_a_cpu_precision_before_measuring(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        speed.main(["--datasets", "tiny", "--datasets-dir", str(tmp_path), "--device", "cpu",
+                    "--precision", "bf16", "--output", str(tmp_path / "p.md")])
+    assert "training.precision 'bf16' needs a CUDA device" in capsys.readouterr().err
+    assert not (tmp_path / "p.md").exists()
 
 
 def test_render_rewrites_the_markdown_from_the_json_without_measuring(tmp_path):

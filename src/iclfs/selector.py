@@ -44,22 +44,14 @@ _SOURCE = "ICLFSSelector.fit(X)"
 
 
 @contextlib.contextmanager
-def _torch_state_preserved(device: str):
-    """Undo the process-wide torch settings training changes: the global RNG
-    (``train`` calls ``torch.manual_seed``), the thread count
-    (``training_options={"num_threads": ...}``) and, on CUDA, the TF32 flags,
-    so fitting has no side effect on the caller's torch."""
+def _torch_rng_preserved(device: str):
+    """Undo the global RNG reseeding ``train`` does (``torch.manual_seed``), so
+    fitting has no side effect on the caller's random stream. (``train``
+    restores its own thread count and TF32 flags.)"""
     dev = resolve_device(device)
     cuda = [dev.index if dev.index is not None else torch.cuda.current_device()] if dev.type == "cuda" else []
-    threads = torch.get_num_threads()
-    tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     with torch.random.fork_rng(devices=cuda):
-        try:
-            yield
-        finally:
-            if torch.get_num_threads() != threads:
-                torch.set_num_threads(threads)
-            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+        yield
 
 
 class ICLFSSelector(SelectorMixin, BaseEstimator):
@@ -354,7 +346,7 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         names = getattr(self, "feature_names_in_", None)
         prepared = prepare(FeatureTable(X=X, feature_names=names, source=_SOURCE))
         A = invert(prepared.standardized)
-        with _torch_state_preserved(training_config.device):
+        with _torch_rng_preserved(training_config.device):
             result = train(A, training_config, view_config, seed=seed)
             h, z = embed(result.model, A)
         scores = feature_scores(h, z)

@@ -101,6 +101,7 @@ def test_default_pipeline_end_to_end(tiny_table, fast_parameters):
 
     history = catalog.load("training_history")
     assert list(history["epoch"]) == [1, 2] and np.isfinite(history["loss"]).all()
+    assert set(history["precision"]) == {"fp32"} and (history["threads"] >= 1).all()
     assert catalog.load("training_loss") == history["loss"].tolist()
     assert isinstance(catalog.load("model_state"), torch.nn.Module)
     embeddings = catalog.load("embeddings")

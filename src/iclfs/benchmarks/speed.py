@@ -40,13 +40,19 @@ import torch
 from iclfs.core.model import FeatureAttention
 from iclfs.core.preprocessing import FeatureTable, invert, prepare
 from iclfs.core.resources import estimate_training_memory
-from iclfs.core.training import TrainingConfig, build_model, fast_step, paper_step, resolve_device
+from iclfs.core.training import (
+    STEPS,
+    TrainingConfig,
+    build_model,
+    compute_settings,
+    forward_context_for,
+    resolve_device,
+)
 from iclfs.core.views import ViewConfig, generate_views
 
 DEFAULT_DATASETS = ("Prostate_GE", "COIL20", "arcene", "BASEHOCK")
 SWEEP_D = (1000, 5000, 10000, 20000, 50000)
 SWEEP_N = (100, 500, 1000, 2000)
-STEPS = {"paper": paper_step, "fast": fast_step}
 
 
 @dataclass(frozen=True)
@@ -138,13 +144,19 @@ def _inverted_map(source: str) -> np.ndarray:
     return invert(prepare(FeatureTableDataset(filepath=source).load()).standardized)
 
 
-def worker(source: str, schedule: str, epochs: int, device_name: str, count_flops: bool) -> dict:
-    """Train ``epochs`` epochs (+1 warm-up unless epochs == 1) and measure them."""
+def worker(source: str, schedule: str, epochs: int, device_name: str, count_flops: bool,
+           precision: str = "auto") -> dict:
+    """Train ``epochs`` epochs (+1 warm-up unless epochs == 1) and measure them.
+
+    Each epoch is :func:`iclfs.core.training.train`'s: same step, precision and thread count.
+    """
     device = resolve_device(device_name)
     A = torch.as_tensor(_inverted_map(source), device=device)
     d, n = A.shape
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    config = TrainingConfig(schedule=schedule, device=device_name, progress=False)
+    config = TrainingConfig(schedule=schedule, device=device_name, precision=precision, progress=False)
+    precision = config.precision_for(device)
+    forward_context = forward_context_for(device, precision)
     torch.manual_seed(0)
     model, regime = build_model(n, config, device)
     model.to(device).train()
@@ -155,23 +167,24 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
     def epoch() -> None:
         views = generate_views(A, ViewConfig(), generator)
         optimizer.zero_grad(set_to_none=True)
-        step(model, A, views, config.temperature, regime.decorrelation_weight)
+        step(model, A, views, config.temperature, regime.decorrelation_weight, None, forward_context)
         optimizer.step()
         _sync(device)
 
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     times = []
-    for i in range(epochs + (1 if epochs > 1 else 0)):
-        start = time.perf_counter()
-        epoch()
-        if epochs == 1 or i > 0:
-            times.append(time.perf_counter() - start)
     flops = None
-    if count_flops:
-        with flop_counter() as counter:
+    with compute_settings(device, precision, config.num_threads) as threads:
+        for i in range(epochs + (1 if epochs > 1 else 0)):
+            start = time.perf_counter()
             epoch()
-        flops = counter.get_total_flops()
+            if epochs == 1 or i > 0:
+                times.append(time.perf_counter() - start)
+        if count_flops:
+            with flop_counter() as counter:
+                epoch()
+            flops = counter.get_total_flops()
     result = {
         "source": source,
         "d": d,
@@ -179,6 +192,8 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
         "regime": regime.name,
         "schedule": schedule,
         "device": str(device),
+        "precision": precision,
+        "threads": threads,
         "epoch_seconds": times,
         "median_seconds": statistics.median(times),
         "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
@@ -192,10 +207,11 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
     return result
 
 
-def run_worker(source: str, schedule: str, epochs: int, device: str, count_flops: bool) -> dict:
+def run_worker(source: str, schedule: str, epochs: int, device: str, count_flops: bool,
+               precision: str = "auto") -> dict:
     """Run :func:`worker` in a fresh interpreter, so its peak memory is its own."""
     command = [sys.executable, "-m", "iclfs.benchmarks.speed", "--worker", source, schedule, str(epochs), device,
-               "1" if count_flops else "0"]
+               "1" if count_flops else "0", precision]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         return {"source": source, "schedule": schedule, "error": done.stderr.strip().splitlines()[-1:]}
@@ -249,8 +265,8 @@ def render(report: dict, notes: str = "") -> str:
         "",
         "| dataset | n x d | regime | paper s/epoch | fast s/epoch | speed-up | paper peak GiB | fast peak GiB "
         "| memory ratio | fast GFLOP/epoch | fast GFLOP/s | % of matmul rate | fast attention kernel "
-        "| estimated GiB (paper / fast) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| fast precision | estimated GiB (paper / fast) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     checks: list[str] = []
     for row in report["datasets"]:
@@ -267,7 +283,8 @@ def render(report: dict, notes: str = "") -> str:
             f"{fast['median_seconds']:.2f} | {paper['median_seconds'] / fast['median_seconds']:.2f}x | "
             f"{_gib(_memory(paper))} | {_gib(_memory(fast))} | {_memory(fast) / _memory(paper):.2f} | "
             f"{fast['flops_per_epoch'] / 1e9:.0f} | {rate:.1f} | {100 * rate / row_env['matmul_gflops']:.0f}% | "
-            f"{fast.get('attention_kernel', '—')} | {_gib(paper['estimated_bytes'])} / {_gib(fast['estimated_bytes'])} |"
+            f"{fast.get('attention_kernel', '—')} | {fast.get('precision', 'fp32')} | "  # fp32: runs before the option
+            f"{_gib(paper['estimated_bytes'])} / {_gib(fast['estimated_bytes'])} |"
         )
         if row["name"] in TARGETS:
             checks += target_checks(row["name"], TARGETS[row["name"]], paper, fast, row_env["matmul_gflops"])
@@ -320,14 +337,16 @@ def keep_results(report: dict, previous: dict) -> None:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--worker":
-        source, schedule, epochs, device, count = argv[1:6]
-        print(json.dumps(worker(source, schedule, int(epochs), device, count == "1")))
+        source, schedule, epochs, device, count, precision = argv[1:7]
+        print(json.dumps(worker(source, schedule, int(epochs), device, count == "1", precision)))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", nargs="*", default=list(DEFAULT_DATASETS))
     parser.add_argument("--datasets-dir", default="../shared/datasets")
     parser.add_argument("--epochs", type=int, default=3, help="measured epochs per schedule (after 1 warm-up)")
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--precision", default="auto", help="training.precision of both schedules (auto: each "
+                        "schedule's default; fp32 on CPU, tf32 for fast on CUDA)")
     parser.add_argument("--sweep-d", type=int, nargs="*", default=list(SWEEP_D))
     parser.add_argument("--sweep-n", type=int, nargs="*", default=list(SWEEP_N))
     parser.add_argument("--sweep-epochs", type=int, default=1)
@@ -347,6 +366,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"wrote {output}")
         return
 
+    try:
+        TrainingConfig(device=args.device, precision=args.precision)
+    except ValueError as err:
+        parser.error(str(err))
     device = resolve_device(args.device)
     report = {
         "environment": {
@@ -365,7 +388,7 @@ def main(argv: list[str] | None = None) -> None:
         path = str(Path(args.datasets_dir) / f"{name}.mat")
         row = {"name": name}
         for schedule in ("paper", "fast"):
-            row[schedule] = run_worker(path, schedule, args.epochs, args.device, count_flops=schedule == "fast")
+            row[schedule] = run_worker(path, schedule, args.epochs, args.device, schedule == "fast", args.precision)
             print(json.dumps(row[schedule]), flush=True)
         if "error" not in row["fast"]:
             row["attention_seconds"] = attention_kernel_seconds(row["fast"]["d"], row["fast"]["n"], device)
@@ -374,7 +397,8 @@ def main(argv: list[str] | None = None) -> None:
                                ("sweep_n", args.sweep_n, lambda v: f"2000x{v}")):
         report[key] = []
         for value in values:
-            result = run_worker(f"synthetic:{shape(value)}", "fast", args.sweep_epochs, args.device, False)
+            result = run_worker(f"synthetic:{shape(value)}", "fast", args.sweep_epochs, args.device, False,
+                                args.precision)
             print(json.dumps(result), flush=True)
             report[key].append(result)
     if args.keep:

@@ -61,6 +61,11 @@ def chunked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_s
     return _ChunkedAttention.apply(q, k, v, int(chunk_size))
 
 
+def at_least_float32(t: torch.Tensor) -> torch.Tensor:
+    """``t`` in float32, or in its own dtype when that is wider (float64 stays float64)."""
+    return t.to(torch.promote_types(t.dtype, torch.float32))
+
+
 def auto_chunk_size(rows: int, budget_bytes: int = 256 * 2**20, itemsize: int = 4) -> int:
     """The largest block of query rows whose (block x rows) weights fit ``budget_bytes``."""
     return max(1, min(rows, budget_bytes // max(1, rows * itemsize)))

@@ -1,11 +1,25 @@
-"""SPEC §4 — the contrastive objective: InfoNCE with one extra negative, and decorrelation."""
+"""SPEC §4 — the contrastive objective: InfoNCE with one extra negative, and decorrelation.
+
+Every loss is computed in float32 (float64 inputs stay float64) with autocast
+off, whatever the precision of the embeddings: at tau = 0.05 the rounding of a
+bfloat16 cosine similarity (2^-8) would move a logit by up to 0.08.
+"""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-from .attention import auto_chunk_size
+from .attention import at_least_float32, auto_chunk_size
+
+
+def _unit_rows(*embeddings: torch.Tensor) -> list[torch.Tensor]:
+    """Row-normalized copies, at least float32 (the ``^`` of SPEC §4)."""
+    return [F.normalize(at_least_float32(z), dim=1) for z in embeddings]
+
+
+def _full_precision(z: torch.Tensor) -> torch.autocast:
+    return torch.autocast(z.device.type, enabled=False)
 
 
 class _InfoNCE(torch.autograd.Function):
@@ -74,11 +88,10 @@ def info_nce_with_negative(
             None picks the largest block that fits a 256 MiB budget. The value
             does not depend on it.
     """
-    za = F.normalize(z_anchor, dim=1)
-    zp = F.normalize(z_positive, dim=1)
-    zn = F.normalize(z_negative, dim=1)
-    chunk = chunk_size or auto_chunk_size(za.shape[0])
-    return _InfoNCE.apply(za, zp, zn, float(temperature), int(chunk))
+    chunk = chunk_size or auto_chunk_size(z_anchor.shape[0])
+    with _full_precision(z_anchor):
+        za, zp, zn = _unit_rows(z_anchor, z_positive, z_negative)
+        return _InfoNCE.apply(za, zp, zn, float(temperature), int(chunk))
 
 
 def decorrelation_loss(z_anchor: torch.Tensor) -> torch.Tensor:
@@ -88,11 +101,12 @@ def decorrelation_loss(z_anchor: torch.Tensor) -> torch.Tensor:
     ``||G - I||_F^2 = ||^Za^T ^Za||_F^2 - d`` (since trace G = d), so the cost
     is O(d d_z^2) instead of O(d^2 d_z).
     """
-    za = F.normalize(z_anchor, dim=1)
-    d = za.shape[0]
-    cross = za.T @ za  # (d_z, d_z)
-    frob = (cross * cross).sum() - 2.0 * (za * za).sum() + d
-    return frob / (d * d)
+    with _full_precision(z_anchor):
+        (za,) = _unit_rows(z_anchor)
+        d = za.shape[0]
+        cross = za.T @ za  # (d_z, d_z)
+        frob = (cross * cross).sum() - 2.0 * (za * za).sum() + d
+        return frob / (d * d)
 
 
 def info_nce_dense(
@@ -101,16 +115,16 @@ def info_nce_dense(
     """The same L_con as :func:`info_nce_with_negative`, written as the paper does:
     the full (d, d + 1) logits matrix and ``F.cross_entropy``. Used by the
     ``paper`` schedule."""
-    za = F.normalize(z_anchor, dim=1)
-    zp = F.normalize(z_positive, dim=1)
-    zn = F.normalize(z_negative, dim=1)
-    logits = torch.cat([za @ zp.T, (za * zn).sum(dim=1, keepdim=True)], dim=1) / temperature
-    return F.cross_entropy(logits, torch.arange(za.shape[0], device=za.device))
+    with _full_precision(z_anchor):
+        za, zp, zn = _unit_rows(z_anchor, z_positive, z_negative)
+        logits = torch.cat([za @ zp.T, (za * zn).sum(dim=1, keepdim=True)], dim=1) / temperature
+        return F.cross_entropy(logits, torch.arange(za.shape[0], device=za.device))
 
 
 def decorrelation_dense(z_anchor: torch.Tensor) -> torch.Tensor:
     """The same L_dec as :func:`decorrelation_loss`, with the (d, d) Gram matrix
     formed explicitly, as the paper does. Used by the ``paper`` schedule."""
-    za = F.normalize(z_anchor, dim=1)
-    eye = torch.eye(za.shape[0], device=za.device, dtype=za.dtype)
-    return ((za @ za.T - eye) ** 2).mean()
+    with _full_precision(z_anchor):
+        (za,) = _unit_rows(z_anchor)
+        eye = torch.eye(za.shape[0], device=za.device, dtype=za.dtype)
+        return ((za @ za.T - eye) ** 2).mean()

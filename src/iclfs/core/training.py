@@ -22,7 +22,9 @@ Two schedules give the same objective:
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -31,7 +33,7 @@ from tqdm.auto import tqdm
 
 from .losses import decorrelation_dense, decorrelation_loss, info_nce_dense, info_nce_with_negative
 from .model import ATTENTION_KERNELS, ICLFSNetwork, Regime, select_regime
-from .resources import check_memory, estimate_training_memory
+from .resources import available_cpus, check_memory, estimate_training_memory
 from .views import ViewConfig, Views, generate_views
 
 SCHEDULES = ("fast", "paper")
@@ -41,6 +43,14 @@ SCHEDULES = ("fast", "paper")
 #: BASEHOCK's 4862 x 1993: 3.63 s against 4.45 s; at Prostate_GE's 102-wide
 #: rows the flash kernel wins, 0.46 s against 0.79 s; docs/performance.md).
 CHUNKED_ATTENTION_MIN_SAMPLES = 1000
+#: Arithmetic of the training passes. ``fp32``: strict float32. ``tf32``
+#: (CUDA only): float32 tensors, TensorFloat-32 matrix products. ``bf16``
+#: (CUDA only): the network's forward passes under bfloat16 autocast, with
+#: float32 weights, TF32 for the remaining float32 products, and the losses
+#: and the scores always in float32. ``auto``: ``tf32`` for ``fast`` on CUDA,
+#: else ``fp32``. On CPU only ``fp32`` is allowed: bf16 there is about 100x
+#: slower than fp32 on the CPUs this was measured on.
+PRECISIONS = ("auto", "fp32", "tf32", "bf16")
 
 
 @dataclass(frozen=True)
@@ -64,7 +74,9 @@ class TrainingConfig:
     attention_kernel: str = "auto"  # auto: see attention_kernel_for
     attention_chunk_size: int | None = None
     loss_chunk_size: int | None = None
-    num_threads: int | None = None
+    precision: str = "auto"  # see PRECISIONS
+    compile: str | None = None  # a torch.compile backend for the network ("inductor"); None: eager
+    num_threads: int | None = None  # None: on CPU, torch's count capped at the CPUs this process may use
     check_memory: bool = True  # refuse up front a run whose estimated memory exceeds the device's
     progress: bool = True
 
@@ -85,7 +97,24 @@ class TrainingConfig:
             raise ValueError(
                 f"training.attention_kernel must be 'auto' or one of {ATTENTION_KERNELS}, got {self.attention_kernel!r}"
             )
-        resolve_device(self.device)  # fail on an unknown device before any work
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"training.precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.num_threads is not None and (int(self.num_threads) != self.num_threads or self.num_threads < 1):
+            raise ValueError(f"training.num_threads must be a positive integer or null, got {self.num_threads!r}")
+        if self.compile is not None:
+            import torch._dynamo
+
+            known = torch._dynamo.list_backends(exclude_tags=())
+            if self.compile not in known:
+                raise ValueError(f"training.compile must be null or a torch.compile backend ({', '.join(known)}), "
+                                 f"got {self.compile!r}")
+        device = resolve_device(self.device)  # fail on an unknown device before any work
+        if device.type == "cpu" and self.precision in ("tf32", "bf16"):
+            raise ValueError(
+                f"training.precision {self.precision!r} needs a CUDA device, but training.device "
+                f"{self.device!r} runs on the CPU, where only fp32 is supported (bf16 on CPU is about 100x "
+                "slower than fp32); use 'auto' or 'fp32'"
+            )
 
     def attention_kernel_for(self, n_samples: int, device: torch.device | str = "cpu") -> str:
         """The attention kernel a run on maps with ``n_samples`` columns uses.
@@ -102,6 +131,12 @@ class TrainingConfig:
         if torch.device(device).type == "cpu" and n_samples >= CHUNKED_ATTENTION_MIN_SAMPLES:
             return "chunked"
         return "fused"
+
+    def precision_for(self, device: torch.device | str = "cpu") -> str:
+        """The precision (one of ``fp32``, ``tf32``, ``bf16``) a run on ``device`` uses; see :data:`PRECISIONS`."""
+        if self.precision != "auto":
+            return self.precision
+        return "tf32" if torch.device(device).type == "cuda" and self.schedule == "fast" else "fp32"
 
 
 def resolve_device(device: str) -> torch.device:
@@ -126,6 +161,8 @@ class TrainingResult:
     model: ICLFSNetwork
     regime: Regime
     device: str
+    precision: str = "fp32"  # the resolved precision (fp32, tf32 or bf16)
+    threads: int = 1  # torch's intra-op threads during training
     history: list[dict] = field(default_factory=list)  # one row per epoch
     config: dict = field(default_factory=dict)
 
@@ -155,18 +192,25 @@ def _decorrelation_weight(config: TrainingConfig, regime: Regime) -> float:
     return regime.decorrelation_weight
 
 
+#: A factory of the context the network's forward passes run in (autocast or nothing).
+ForwardContext = Callable[[], contextlib.AbstractContextManager]
+
+
 def paper_step(model: ICLFSNetwork, A: torch.Tensor, views: Views, temperature: float, lam: float,
-               loss_chunk_size: int | None = None) -> dict[str, float]:
+               loss_chunk_size: int | None = None,
+               forward_context: ForwardContext = contextlib.nullcontext) -> dict[str, float]:
     """Accumulate gradients of the literal loop for one epoch (no optimizer step).
 
     Dense losses, as the paper writes them; ``loss_chunk_size`` is ignored.
+    Only the network's passes run in ``forward_context``; the losses are float32.
     """
     con_total = dec_total = 0.0
     m = len(views.positives)
     for view in views.positives:
-        _, z_anchor = model(A)
-        _, z_neg = model(views.negative)
-        _, z_pos = model(view)
+        with forward_context():
+            _, z_anchor = model(A)
+            _, z_neg = model(views.negative)
+            _, z_pos = model(view)
         con = info_nce_dense(z_anchor, z_pos, z_neg, temperature)
         dec = decorrelation_dense(z_anchor) if lam else z_anchor.new_zeros(())
         (con / m + lam * dec).backward()
@@ -223,22 +267,24 @@ class _BatchNormMomentum:
 
 
 def fast_step(model: ICLFSNetwork, A: torch.Tensor, views: Views, temperature: float, lam: float,
-              loss_chunk_size: int | None = None) -> dict[str, float]:
+              loss_chunk_size: int | None = None,
+              forward_context: ForwardContext = contextlib.nullcontext) -> dict[str, float]:
     """Accumulate gradients of the same objective with anchor/negative embedded once.
 
     The BatchNorm running statistics end the epoch as the paper's loop leaves
-    them (see :func:`paper_equivalent_momenta`).
+    them (see :func:`paper_equivalent_momenta`). Only the network's passes run
+    in ``forward_context``; the losses are float32.
     """
     m = len(views.positives)
     bn = _BatchNormMomentum(model)
     momenta = paper_equivalent_momenta(bn.saved[0], m) if bn.layers else [None] * (2 + m)
-    with bn(momenta[0]):
+    with bn(momenta[0]), forward_context():
         _, z_anchor = model(A)
-    with bn(momenta[1]):
+    with bn(momenta[1]), forward_context():
         _, z_neg = model(views.negative)
     positives = []
     for view, momentum in zip(views.positives, momenta[2:], strict=True):
-        with bn(momentum):
+        with bn(momentum), forward_context():
             positives.append(model(view)[1])
     con = sum(
         info_nce_with_negative(z_anchor, z_pos, z_neg, temperature, loss_chunk_size) for z_pos in positives
@@ -251,6 +297,40 @@ def fast_step(model: ICLFSNetwork, A: torch.Tensor, views: Views, temperature: f
 
 
 STEPS = {"paper": paper_step, "fast": fast_step}
+
+
+def forward_context_for(device: torch.device, precision: str) -> ForwardContext:
+    """bfloat16 autocast for ``bf16``; no context otherwise."""
+    if precision == "bf16":
+        return lambda: torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext
+
+
+@contextlib.contextmanager
+def compute_settings(device: torch.device, precision: str, num_threads: int | None) -> Iterator[int]:
+    """Set torch's thread count and CUDA TF32 flags for one training run; restore them after.
+
+    Threads: ``num_threads`` when given; else, on CPU, torch's current count
+    capped at :func:`available_cpus` (torch's default counts the machine's
+    cores, which oversubscribes a container or affinity set limited to fewer;
+    a lower count the caller chose is kept). TF32 is on for ``tf32`` and
+    ``bf16`` only. Yields the thread count in effect.
+    """
+    threads = torch.get_num_threads()
+    tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    try:
+        wanted = num_threads or (min(threads, available_cpus()) if device.type == "cpu" else None)
+        if wanted and wanted != threads:
+            torch.set_num_threads(int(wanted))
+        if device.type == "cuda":
+            allow = precision in ("tf32", "bf16")
+            torch.backends.cuda.matmul.allow_tf32 = allow
+            torch.backends.cudnn.allow_tf32 = allow
+        yield torch.get_num_threads()
+    finally:
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
 
 
 def train(
@@ -269,15 +349,13 @@ def train(
 
     Returns:
         The trained network (eval mode, on ``config.device``) and the per-epoch history.
+        torch's thread count and TF32 flags are set for the run
+        (:func:`compute_settings`) and restored when it ends.
     """
     config = config or TrainingConfig()
     view_config = view_config or ViewConfig()
     device = resolve_device(config.device)
-    if config.num_threads:
-        torch.set_num_threads(int(config.num_threads))
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
+    precision = config.precision_for(device)
 
     torch.manual_seed(seed)
     anchor = torch.as_tensor(A, dtype=torch.float32, device=device)
@@ -288,28 +366,34 @@ def train(
                                             config.use_attention)
         check_memory(estimate, device, d, n, regime, config.schedule)
     model.to(device).train()
+    if config.compile:
+        # In place, so the state dict keeps its keys. Each BatchNorm momentum of
+        # fast_step, and eval mode, is one more graph: up to 7 compilations.
+        model.compile(backend=config.compile)
     lam = _decorrelation_weight(config, regime)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
     generator = torch.Generator(device=device).manual_seed(seed)
     step = STEPS[config.schedule]
+    forward_context = forward_context_for(device, precision)
 
     history: list[dict] = []
     bar = tqdm(range(1, config.epochs + 1), desc=f"ICLFS {config.schedule} d={d} n={n}",
                unit="epoch", disable=not config.progress)
-    for epoch in bar:
-        started = time.perf_counter()
-        views = generate_views(anchor, view_config, generator)
-        optimizer.zero_grad(set_to_none=True)
-        losses = step(model, anchor, views, config.temperature, lam, config.loss_chunk_size)
-        optimizer.step()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        if not np.isfinite(losses["loss"]):
-            raise FloatingPointError(f"training diverged at epoch {epoch}: loss is {losses['loss']}")
-        history.append({"epoch": epoch, **losses, "seconds": time.perf_counter() - started})
-        bar.set_postfix(loss=f"{losses['loss']:.4f}")
+    with compute_settings(device, precision, config.num_threads) as threads:
+        for epoch in bar:
+            started = time.perf_counter()
+            views = generate_views(anchor, view_config, generator)
+            optimizer.zero_grad(set_to_none=True)
+            losses = step(model, anchor, views, config.temperature, lam, config.loss_chunk_size, forward_context)
+            optimizer.step()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            if not np.isfinite(losses["loss"]):
+                raise FloatingPointError(f"training diverged at epoch {epoch}: loss is {losses['loss']}")
+            history.append({"epoch": epoch, **losses, "seconds": time.perf_counter() - started})
+            bar.set_postfix(loss=f"{losses['loss']:.4f}")
     model.eval()
-    return TrainingResult(model, regime, str(device), history, asdict(config))
+    return TrainingResult(model, regime, str(device), precision, threads, history, asdict(config))
 
 
 @torch.no_grad()

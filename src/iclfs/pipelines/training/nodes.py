@@ -23,7 +23,7 @@ def train_model(
     Returns:
         model_state: the trained network (the catalog saves its state dict).
         training_history: one row per epoch (loss, contrastive, decorrelation,
-            seconds) plus the device, regime and schedule used.
+            seconds) plus the device, precision, thread count, regime and schedule used.
         embeddings: ``{"H": (d, d_h), "Z": (d, d_z)}`` of the anchor map in eval mode.
         training_loss: the per-epoch loss, for the MLflow metric history.
     """
@@ -33,6 +33,8 @@ def train_model(
     h, z = embed(result.model, inverted_data)
     history = pd.DataFrame(result.history)
     history["device"] = result.device
+    history["precision"] = result.precision
+    history["threads"] = result.threads
     history["regime"] = result.regime.name
     history["schedule"] = config.schedule
     return result.model.cpu(), history, {"H": h, "Z": z}, history["loss"].tolist()
