@@ -226,6 +226,13 @@ def test_report_judges_the_target_and_names_what_is_missing(tmp_path):
     assert "BASEHOCK" not in report  # a reason for a dataset outside the run is not a row
     assert "| COIL20 | ICLFS-WL | 61.00 ± 1.00 (100) | 68.17 |" in report
     assert "| COIL20 | 2 | 42: 67.68 (50), 43: 68.68 (100) |" in report  # the seed spread
+    # Wall times: the main run (ICLFS at seed 42: 10 s training, LS 10 s, 4 protocol rows of 1 s), then
+    # every run (4 methods x seeds of 10 s, 8 protocol rows); the last row sums the datasets.
+    assert ("| COIL20 | cpu | ICLFS, seed 42, 100 epochs | 10 | 10 | 4 | 24 | 3 ICLFS trainings (seeds 42, 43) "
+            "| 48 | 2026-11-22T00:00:00Z |") in report
+    assert "| TOX_171 | cpu | ICLFS [fast], seed 42, 100 epochs | 10 | 0 | 2 | 12 | 1 ICLFS training (seed 42) |" \
+        in report
+    assert "| **all datasets** | | | 30 | 20 | 10 | 60 | 6 ICLFS trainings | 96 | |" in report
     assert "![COIL20](benchmark/figures/COIL20.png)" in report
     # A miss lists what exists to explain it, then the hand-written notes.
     assert ("- **Prostate_GE**: schedules run: ICLFS; ablations run (best accuracy at seed 42): ICLFS-WLD 60.00; "

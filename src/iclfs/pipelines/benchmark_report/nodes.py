@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from iclfs.benchmarks.paper import PAPER_ABLATIONS, PAPER_RESULTS
@@ -76,24 +77,44 @@ def summarize(results: dict[str, pd.DataFrame], seed: int, target_points: float)
     return pd.DataFrame(rows)
 
 
-def _runs_table(results: dict[str, pd.DataFrame]) -> list[str]:
-    lines = ["| dataset | device | schedule | epochs | seeds | ICLFS training (s) | baselines (s) | "
-             "k-means protocol (s) | total (s) | run at (UTC) |", "|---|---|---|---|---|---|---|---|---|---|"]
+def _runs_table(results: dict[str, pd.DataFrame], seed: int) -> list[str]:
+    """Wall times per dataset: the run the main table shows (its ICLFS schedule at ``seed``, with that
+    seed's baselines and k-means protocol), and every run recorded; a last row sums the datasets."""
+    lines = ["| dataset | device | main run | ICLFS training (s) | baselines (s) | k-means protocol (s) | total (s) "
+             "| all runs | all runs total (s) | last run at (UTC) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    sums = np.zeros(6)  # training, baselines, protocol, total, ICLFS trainings, all runs total
     for dataset, table in results.items():
         if table.empty:
             continue
-        iclfs = table[table["method"].str.startswith("ICLFS")]
-        per_method = table.drop_duplicates(["method", "seed"])
-        training = per_method.loc[per_method["method"].str.startswith("ICLFS"), "seconds"].sum()
-        baseline = per_method.loc[~per_method["method"].str.startswith("ICLFS"), "seconds"].sum()
-        protocol = table["evaluation_seconds"].sum()
+        per_run = table.drop_duplicates(["method", "seed"])
+        trainings = per_run[per_run["method"].str.startswith("ICLFS")]
+        everything = per_run["seconds"].sum() + table["evaluation_seconds"].sum()
+        at_seed = table[table["seed"] == seed]
+        main = next((m for m in _ICLFS_SCHEDULES if (at_seed["method"] == m).any()), None)
+        if main is None:
+            main_cells, times = f"none at seed {seed} | – | – | – | –", np.zeros(4)
+        else:
+            iclfs = at_seed[at_seed["method"] == main]
+            baselines = at_seed[~at_seed["method"].str.startswith("ICLFS")]
+            times = np.array([iclfs["seconds"].iloc[0], baselines.drop_duplicates("method")["seconds"].sum(),
+                              iclfs["evaluation_seconds"].sum() + baselines["evaluation_seconds"].sum(), 0.0])
+            times[3] = times[:3].sum()
+            main_cells = f"{main}, seed {seed}, {int(iclfs['epochs'].iloc[0])} epochs | " + \
+                " | ".join(f"{t:.0f}" for t in times)
+        sums += np.append(times, [len(trainings), everything])
+        seeds = sorted(set(table["seed"]))
         lines.append(
-            f"| {dataset} | {', '.join(sorted(set(table['device'])))} | {', '.join(sorted(set(iclfs['schedule'])))} "
-            f"| {', '.join(str(e) for e in sorted(set(iclfs['epochs'])))} "
-            f"| {', '.join(str(s) for s in sorted(set(table['seed'])))} | {training:.0f} | {baseline:.0f} "
-            f"| {protocol:.0f} | {training + baseline + protocol:.0f} | {max(table['run_at'])} |"
+            f"| {dataset} | {', '.join(sorted(set(table['device'])))} | {main_cells} "
+            f"| {len(trainings)} {_plural(len(trainings), 'ICLFS training')} ({_plural(len(seeds), 'seed')} "
+            f"{', '.join(str(s) for s in seeds)}) | {everything:.0f} | {max(table['run_at'])} |"
         )
+    lines.append(f"| **all datasets** | | | {sums[0]:.0f} | {sums[1]:.0f} | {sums[2]:.0f} | {sums[3]:.0f} "
+                 f"| {sums[4]:.0f} {_plural(int(sums[4]), 'ICLFS training')} | {sums[5]:.0f} | |")
     return lines
+
+
+def _plural(n: int, noun: str) -> str:
+    return noun if n == 1 else noun + "s"
 
 
 #: ICLFS's rows by schedule, in the order the main table prefers them: the
@@ -279,7 +300,7 @@ def build_report(benchmark_report: dict, benchmark_notes: str = "", **results: p
             lines += ["", "Analysis (from `docs/benchmark/notes.md`):", "", benchmark_notes.strip()]
 
     lines += ["", "## Seed spread of ICLFS and its variants", "", *_seed_spread(results), "",
-              "## Runs", "", *_runs_table(results), ""]
+              "## Runs", "", *_runs_table(results, seed), ""]
     versions = sorted({v for t in results.values() if not t.empty for v in t["versions"]})
     lines += ["Versions: " + "; ".join(f"`{v}`" for v in versions), ""] if versions else []
 
