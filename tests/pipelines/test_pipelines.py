@@ -192,6 +192,8 @@ def test_bad_input_fails_in_the_first_node_before_any_output(table, message, fas
         ("training", "epochs", -1, "training.epochs must be a positive integer"),
         ("training", "device", "tpu", "training.device 'tpu'"),
         ("training", "learning_rat", 0.1, r"unknown key\(s\) training.learning_rat"),
+        ("training", "precision", "bf16", "training.precision 'bf16' needs a CUDA device"),
+        ("training", "compile", "fastest", "training.compile must be null or a torch.compile backend"),
         ("views", "heavy_keep", 1.5, r"views.heavy_keep must be in \(0, 1\]"),
         ("views", "light_keep", 0.0, r"views.light_keep must be in \(0, 1\]"),
         ("lgrc", "quantile", 1.2, r"lgrc.quantile = 1.2 is invalid: expected a number in \[0, 1\]"),
