@@ -41,6 +41,9 @@ from iclfs.pipelines.benchmark_report.nodes import (
         ({"training": {"use_attention": False}}, "ICLFS-WA"),
         ({"ranking": {"score": "h_norm"}}, "ICLFS (h_norm)"),
         ({"training": {"schedule": "fast"}, "lgrc": {"enabled": False}}, "ICLFS-WL [fast]"),
+        ({"training": {"schedule": "fast", "precision": "bf16"}}, "ICLFS [fast, bf16]"),
+        ({"training": {"precision": "bf16"}}, "ICLFS [bf16]"),
+        ({"training": {"schedule": "fast", "precision": "tf32"}}, "ICLFS [fast]"),
     ],
 )
 def test_variant_names_follow_the_papers_ablation_names(base_parameters, changes, name):

@@ -34,7 +34,8 @@ def iclfs_variant(parameters: dict) -> str:
     ``ICLFS`` for the full model; the paper's ablation names otherwise: ``W`` +
     ``L`` (LGRC off), ``D`` (decorrelation off), ``A`` (attention off), ``R``
     (one random-masked view), e.g. ``ICLFS-WLD``. A score other than z-norm is
-    added in parentheses, a schedule other than ``paper`` in brackets.
+    added in parentheses; a schedule other than ``paper``, and ``bf16``
+    precision, in brackets (``ICLFS [fast, bf16]``).
     """
     off = {
         "lgrc": not parameters["lgrc"].get("enabled", True),
@@ -48,9 +49,10 @@ def iclfs_variant(parameters: dict) -> str:
     if score != "z_norm":
         name += f" ({score})"
     schedule = parameters["training"].get("schedule", "paper")
-    if schedule != "paper":
-        name += f" [{schedule}]"
-    return name
+    tags = [schedule] if schedule != "paper" else []
+    if parameters["training"].get("precision", "auto") == "bf16":  # the one precision that changes results visibly
+        tags.append("bf16")
+    return name + (f" [{', '.join(tags)}]" if tags else "")
 
 
 def rank_baselines(

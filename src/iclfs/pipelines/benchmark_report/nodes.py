@@ -51,7 +51,10 @@ def _target(ours: float, dataset: str, points: float) -> tuple[str, float | None
 
 
 def _paper_name(method: str) -> str:
-    """The paper's name of a method: the schedule tag is ours (``ICLFS-WL [fast]`` -> ``ICLFS-WL``)."""
+    """The paper's name of a method: the bracketed tags (schedule, precision) are ours.
+
+    ``ICLFS-WL [fast]`` -> ``ICLFS-WL``.
+    """
     return method.split(" [", 1)[0]
 
 
