@@ -92,3 +92,14 @@ def test_render_rewrites_the_markdown_from_the_json_without_measuring(tmp_path):
                 "--output", str(output)])
     text = output.read_text()
     assert "- Prostate_GE: speed-up 3.00x (target >= 5.00x): missed" in text and text.rstrip().endswith("Edited notes.")
+
+
+def test_a_worker_reports_its_own_peak_memory_not_its_parents(tmp_path):
+    """ru_maxrss carries the parent's peak across fork + exec; the worker must not."""
+    ballast = bytearray(600 * 2**20)  # the parent holds 600 MiB when it starts the worker
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    result = speed.run_worker("synthetic:40x12", "fast", 1, "cpu", False)
+    del ballast
+    assert "error" not in result, result
+    assert result["rss_before_training_bytes"] < 500 * 2**20
+    assert result["rss_before_training_bytes"] <= result["peak_rss_bytes"]

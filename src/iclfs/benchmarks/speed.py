@@ -144,6 +144,22 @@ def _inverted_map(source: str) -> np.ndarray:
     return invert(prepare(FeatureTableDataset(filepath=source).load()).standardized)
 
 
+def peak_rss_bytes() -> int:
+    """This process's peak resident memory since it started its program.
+
+    ``VmHWM`` of ``/proc/self/status`` where there is one: ``ru_maxrss``
+    survives ``exec`` on Linux, so a worker started by a parent that already
+    held 1 GiB would report at least 1 GiB, whatever it used itself.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def worker(source: str, schedule: str, epochs: int, device_name: str, count_flops: bool,
            precision: str = "auto") -> dict:
     """Train ``epochs`` epochs (+1 warm-up unless epochs == 1) and measure them.
@@ -153,7 +169,7 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
     device = resolve_device(device_name)
     A = torch.as_tensor(_inverted_map(source), device=device)
     d, n = A.shape
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    rss_before = peak_rss_bytes()
     config = TrainingConfig(schedule=schedule, device=device_name, precision=precision, progress=False)
     precision = config.precision_for(device)
     forward_context = forward_context_for(device, precision)
@@ -196,7 +212,7 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
         "threads": threads,
         "epoch_seconds": times,
         "median_seconds": statistics.median(times),
-        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "peak_rss_bytes": peak_rss_bytes(),
         "rss_before_training_bytes": rss_before,
         "flops_per_epoch": flops,
         "estimated_bytes": estimate_training_memory(d, n, regime, schedule, model.attention.kernel).total_bytes,
