@@ -55,10 +55,17 @@ class _ChunkedAttention(torch.autograd.Function):
 
 
 def chunked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_size: int) -> torch.Tensor:
-    """softmax(q k^T / sqrt(e)) v for (L, e) inputs, in blocks of ``chunk_size`` query rows."""
+    """softmax(q k^T / sqrt(e)) v for (L, e) inputs, in blocks of ``chunk_size`` query rows.
+
+    Computed in at least float32 with autocast off, whatever the inputs' dtype:
+    the backward pass recomputes the weights from the saved log-normalizers,
+    which bfloat16 would round too coarsely.
+    """
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
-    return _ChunkedAttention.apply(q, k, v, int(chunk_size))
+    with torch.autocast(q.device.type, enabled=False):
+        q, k, v = (at_least_float32(t) for t in (q, k, v))
+        return _ChunkedAttention.apply(q, k, v, int(chunk_size))
 
 
 def at_least_float32(t: torch.Tensor) -> torch.Tensor:

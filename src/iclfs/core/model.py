@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import at_least_float32, auto_chunk_size, chunked_attention
+from .attention import auto_chunk_size, chunked_attention
 
 
 @dataclass(frozen=True)
@@ -88,11 +88,7 @@ class FeatureAttention(nn.Module):
             # and would silently fall back to the d x d math path.
             return F.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None])[0, 0]
         if self.kernel == "chunked":
-            # float32 with autocast off: the backward pass recomputes the weights from the
-            # saved log-normalizers, which bfloat16 would round too coarsely.
-            with torch.autocast(q.device.type, enabled=False):
-                q, k, v = (at_least_float32(t) for t in (q, k, v))
-                return chunked_attention(q, k, v, self.chunk_size or auto_chunk_size(q.shape[0]))
+            return chunked_attention(q, k, v, self.chunk_size or auto_chunk_size(q.shape[0]))
         raise ValueError("the reference kernel attends inside F.multi_head_attention_forward; call forward")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
