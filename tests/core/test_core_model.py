@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 
+from iclfs.core.attention import _ChunkedAttention, chunked_attention
 from iclfs.core.model import REGIMES, FeatureAttention, ICLFSNetwork, select_regime
 
 
@@ -85,6 +86,47 @@ def test_feature_attention_naive_formula(kernel):
     torch.testing.assert_close(got, torch.tensor(expected, dtype=torch.float64), atol=1e-10, rtol=1e-10)
     att.chunk_size = None
     torch.testing.assert_close(att(x), torch.tensor(expected, dtype=torch.float64), atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_chunked_attention_kept_weights_give_the_recomputed_bits(dtype):
+    """One block holding every row is kept for the backward pass instead of
+    recomputed; the output and all three gradients are bit for bit the same."""
+    L, e = 37, 11
+    g = torch.Generator().manual_seed(5)
+    inputs = [torch.randn((L, e), generator=g, dtype=dtype) * 2.0 for _ in range(3)]
+    grad_out = torch.randn((L, e), generator=g, dtype=dtype)
+    results = []
+    for keep in (False, True):
+        q, k, v = (t.clone().requires_grad_(True) for t in inputs)
+        out = _ChunkedAttention.apply(q, k, v, L, keep)
+        out.backward(grad_out)
+        results.append((out, q.grad, k.grad, v.grad))
+    for recomputed, kept in zip(*results):
+        assert torch.equal(recomputed, kept)
+
+
+@pytest.mark.parametrize(("chunk_size", "kept"), [(37, True), (100, True), (36, False), (5, False)])
+def test_chunked_attention_keeps_the_weights_only_when_one_block_holds_every_row(chunk_size, kept):
+    L, e = 37, 4
+    q, k, v = (torch.randn(L, e, requires_grad=True) for _ in range(3))
+    out = chunked_attention(q, k, v, chunk_size)
+    saved = out.grad_fn.saved_tensors
+    assert any(t.shape == (L, L) for t in saved) is kept
+    out.sum().backward()  # and the backward pass runs either way
+    assert q.grad is not None and torch.isfinite(q.grad).all()
+
+
+def test_chunked_attention_kept_weights_survive_a_second_backward():
+    """retain_graph: the kept block is read, never overwritten, by the backward pass."""
+    L, e = 9, 3
+    q, k, v = (torch.randn(L, e, requires_grad=True) for _ in range(3))
+    out = chunked_attention(q, k, v, L)
+    out.sum().backward(retain_graph=True)
+    first = q.grad.clone()
+    q.grad = None
+    out.sum().backward()
+    assert torch.equal(q.grad, first)
 
 
 def test_feature_attention_bad_chunk_or_kernel():

@@ -249,6 +249,19 @@ def test_training_that_cannot_fit_is_refused_with_the_estimate_and_options():
     check_memory(fast, torch.device("cpu"), 50_000, 200, regime, "fast", limit=8 * 2**30)  # fits: no error
 
 
+@pytest.mark.parametrize(("d", "kept"), [(3000, True), (50_000, False)])
+def test_memory_estimate_counts_the_weights_the_chunked_kernel_keeps(d, kept):
+    """Where one block holds all d rows (d = 3000 fits 256 MiB), each of fast's six
+    forward passes keeps its d x d weights; at d = 50,000 the blocks are recomputed."""
+    from iclfs.core.model import select_regime
+    from iclfs.core.resources import estimate_training_memory
+
+    regime = select_regime(1500)
+    work = estimate_training_memory(d, 1500, regime, "fast", "chunked").work_bytes
+    block_and_kept = (3 + 6) * d * d * 4  # the forward's transient block, and the six kept
+    assert (work >= block_and_kept) is kept
+
+
 def test_one_random_view_paper_and_fast_agree_with_the_dense_objective():
     """WLDAR: L = L_con(random view) + lam L_dec, the same in both schedules."""
     config = TrainingConfig(dropout=0.0, device="cpu", progress=False)

@@ -6,7 +6,10 @@ attention weights ``chunk_size`` query rows at a time in the forward pass and
 recomputes them, block by block, in the backward pass. It keeps only one
 log-normalizer per row between the two passes, so peak memory is
 O(chunk_size x L) instead of O(L^2), and every step is a large matrix product,
-which runs near the CPU's GEMM throughput.
+which runs near the CPU's GEMM throughput. When one block holds every row
+(``chunk_size >= L``), that block is kept for the backward pass instead of
+being recomputed: each call then holds its L x L weights (no more than one
+block) from its forward pass to its backward pass.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ import torch
 
 class _ChunkedAttention(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_size: int) -> torch.Tensor:
+    def forward(ctx, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_size: int,
+                keep_weights: bool) -> torch.Tensor:
         scale = 1.0 / math.sqrt(q.shape[-1])
         out = q.new_empty((q.shape[0], v.shape[1]))
         log_norm = q.new_empty(q.shape[0])
+        weights = None
         for start in range(0, q.shape[0], chunk_size):
             rows = slice(start, start + chunk_size)
             scores = (q[rows] @ k.T).mul_(scale)
@@ -29,14 +34,17 @@ class _ChunkedAttention(torch.autograd.Function):
             weights = scores.sub_(lse[:, None]).exp_()
             out[rows] = weights @ v
             log_norm[rows] = lse
-        ctx.save_for_backward(q, k, v, out, log_norm)
+        if keep_weights:
+            ctx.save_for_backward(q, k, v, out, log_norm, weights)
+        else:
+            ctx.save_for_backward(q, k, v, out, log_norm)
         ctx.chunk_size = chunk_size
         ctx.scale = scale
         return out
 
     @staticmethod
     def backward(ctx, grad_out: torch.Tensor):
-        q, k, v, out, log_norm = ctx.saved_tensors
+        q, k, v, out, log_norm, *kept = ctx.saved_tensors
         scale, chunk_size = ctx.scale, ctx.chunk_size
         grad_out = grad_out.contiguous()
         grad_q = torch.empty_like(q)
@@ -46,12 +54,15 @@ class _ChunkedAttention(torch.autograd.Function):
         row_dot = (grad_out * out).sum(dim=1)
         for start in range(0, q.shape[0], chunk_size):
             rows = slice(start, start + chunk_size)
-            weights = (q[rows] @ k.T).mul_(scale).sub_(log_norm[rows, None]).exp_()
+            if kept:
+                weights = kept[0]
+            else:
+                weights = (q[rows] @ k.T).mul_(scale).sub_(log_norm[rows, None]).exp_()
             grad_v.addmm_(weights.T, grad_out[rows])
             grad_scores = (grad_out[rows] @ v.T).sub_(row_dot[rows, None]).mul_(weights).mul_(scale)
             grad_q[rows] = grad_scores @ k
             grad_k.addmm_(grad_scores.T, q[rows])
-        return grad_q, grad_k, grad_v, None
+        return grad_q, grad_k, grad_v, None, None
 
 
 def chunked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_size: int) -> torch.Tensor:
@@ -65,7 +76,12 @@ def chunked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_s
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     with torch.autocast(q.device.type, enabled=False):
         q, k, v = (at_least_float32(t) for t in (q, k, v))
-        return _ChunkedAttention.apply(q, k, v, int(chunk_size))
+        # With one block, keeping it spares the backward pass an (L x L x e)
+        # product and an exp over L x L, for memory the block budget already
+        # allowed (held longer). The kept weights are the very bits the
+        # recomputation would give, so the gradients do not change.
+        keep_weights = chunk_size >= q.shape[0]
+        return _ChunkedAttention.apply(q, k, v, int(chunk_size), keep_weights)
 
 
 def at_least_float32(t: torch.Tensor) -> torch.Tensor:

@@ -4,7 +4,8 @@ The estimate counts the float32 tensors one epoch keeps alive at its peak:
 the anchor map and its views, the activations autograd saves for the forward
 passes alive at once (6 for ``fast``; 3 for ``paper``, which back-propagates
 each view before the next), the attention and loss work buffers (d x d for the
-``reference`` kernel and the paper's dense losses, bounded blocks otherwise),
+``reference`` kernel and the paper's dense losses, bounded blocks otherwise,
+plus the weights the ``chunked`` kernel keeps when one block holds them all),
 and the parameters with their gradients and Adam state. It is checked against
 the benchmark's measured peaks in ``docs/performance.md``.
 """
@@ -60,7 +61,10 @@ def estimate_training_memory(
     if attention_kernel == "reference" and use_attention:
         attention_work = 3 * alive_forwards * d * d * FLOAT  # scores, softmax, averaged weights
     elif attention_kernel == "chunked" and use_attention:
-        attention_work = 3 * auto_chunk_size(d) * d * FLOAT
+        chunk = auto_chunk_size(d)
+        attention_work = 3 * chunk * d * FLOAT
+        if chunk >= d:  # one block: each forward pass keeps its d x d weights for its backward pass
+            attention_work += alive_forwards * d * d * FLOAT
     else:
         attention_work = 8 * d * n * FLOAT  # flash kernels: small per-row buffers
     if schedule == "paper":
