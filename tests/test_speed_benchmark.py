@@ -38,6 +38,15 @@ def test_targets_are_checked_with_values_and_verdicts():
     assert text.rstrip().endswith("## Analysis\n\nWhy Prostate_GE misses.")
 
 
+def test_share_is_judged_against_the_rate_the_fast_worker_measured():
+    report = _report(rate=100.0)  # the rate at the start of the run
+    report["datasets"][0]["fast"]["matmul_gflops"] = 125.0  # arcene's worker measured more, later
+    text = speed.render(report)
+    assert "- arcene: share of the matmul rate 60 % (target >= 70 %): missed" in text  # 750 GFLOP / 10 s / 125
+    assert "| 750 | 75.0 | 125.0 | 60% |" in text
+    assert "| 300 | 60.0 | 100.0 | 60% |" in text  # Prostate_GE: no worker rate, the run's
+
+
 def test_keep_carries_rows_with_their_own_date_and_matmul_rate():
     previous = _report(date="2026-11-01 10:00 UTC", rate=200.0)
     previous["sweep_d"] = [{"source": "synthetic:1000x200", "d": 1000, "n": 200, "regime": "small",
@@ -73,6 +82,9 @@ def test_command_measures_both_schedules_and_a_sweep_on_a_tiny_file(tmp_path):
     assert set(row["attention_seconds"]) == {"fused", "chunked"}
     assert "| tiny | 12 x 30 | " in text.split("## Attention kernels")[1]
     assert row["fast"]["precision"] == row["paper"]["precision"] == "fp32" and row["fast"]["threads"] >= 1
+    # the fast worker measures its own matmul reference around its epochs; paper's needs none
+    assert row["fast"]["matmul_gflops"] > 0 and row["paper"]["matmul_gflops"] is None
+    assert f"| {row['fast']['matmul_gflops']:.1f} | " in text
     assert "| fused | fp32 |" in text
 
 

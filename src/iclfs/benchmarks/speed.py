@@ -8,7 +8,10 @@ each in its own subprocess (so peak memory is that schedule's alone), and
 reports the per-epoch time (median of the measured epochs, after one warm-up
 epoch), peak memory (RSS on CPU, max allocated on CUDA), the speed-up, the
 FLOPs of one epoch (counted by ``torch.utils.flop_counter``) and the achieved
-FLOP/s against this machine's measured fp32 matmul rate. A synthetic sweep
+FLOP/s against this machine's fp32 matmul rate, measured by the ``fast``
+worker itself just before and just after its timed epochs (the higher of the
+two): on a shared machine that rate drifts by 20 % within an hour, so a rate
+taken once at the start would misjudge later rows. A synthetic sweep
 over d (up to 50,000 features at n = 200) and over n reports time and memory
 per epoch of the ``fast`` schedule. The report checks the targets of
 :data:`TARGETS` and ends with the hand-written analysis of ``--notes``.
@@ -191,13 +194,17 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
         torch.cuda.reset_peak_memory_stats(device)
     times = []
     flops = None
+    matmul_rates = []
     with compute_settings(device, precision, config.num_threads) as threads:
+        if count_flops:
+            matmul_rates.append(matmul_gflops(device))
         for i in range(epochs + (1 if epochs > 1 else 0)):
             start = time.perf_counter()
             epoch()
             if epochs == 1 or i > 0:
                 times.append(time.perf_counter() - start)
         if count_flops:
+            matmul_rates.append(matmul_gflops(device))
             with flop_counter() as counter:
                 epoch()
             flops = counter.get_total_flops()
@@ -215,6 +222,8 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
         "peak_rss_bytes": peak_rss_bytes(),
         "rss_before_training_bytes": rss_before,
         "flops_per_epoch": flops,
+        # The higher of the rates around the timed epochs, so drift never flatters the share.
+        "matmul_gflops": max(matmul_rates) if matmul_rates else None,
         "estimated_bytes": estimate_training_memory(d, n, regime, schedule, model.attention.kernel).total_bytes,
         "attention_kernel": model.attention.kernel,  # the one that ran
     }
@@ -242,6 +251,11 @@ def _memory(result: dict) -> float:
     return result.get("peak_cuda_bytes", result["peak_rss_bytes"])
 
 
+def _reference_gflops(fast: dict, run_env: dict) -> float:
+    """The matmul rate ``fast``'s share is judged against: its worker's own, else (older reports) the run's."""
+    return fast.get("matmul_gflops") or run_env["matmul_gflops"]
+
+
 def target_checks(name: str, target: Target, paper: dict, fast: dict, matmul_gflops: float) -> list[str]:
     """One Markdown bullet per measured quantity of ``target``: value, bound, met or missed."""
     def line(what: str, value: float, bound: float, at_least: bool, fmt: str) -> str:
@@ -266,7 +280,8 @@ def render(report: dict, notes: str = "") -> str:
         "# Training speed: `paper` vs `fast` schedule",
         "",
         f"Measured {env['date']} on {env['machine']} ({env['cpu_threads']} torch threads), device `{env['device']}`,",
-        f"torch {env['torch']}, Python {env['python']}. Measured fp32 matmul rate: **{env['matmul_gflops']:.1f} GFLOP/s**.",
+        f"torch {env['torch']}, Python {env['python']}. Measured fp32 matmul rate: **{env['matmul_gflops']:.1f} GFLOP/s** at the "
+        "start; each row's share is against the rate its `fast` worker measured around its own epochs.",
         "",
         "Command:",
         "",
@@ -280,30 +295,32 @@ def render(report: dict, notes: str = "") -> str:
         "FLOPs are those of one epoch (forward and backward, counted by `torch.utils.flop_counter`).",
         "",
         "| dataset | n x d | regime | paper s/epoch | fast s/epoch | speed-up | paper peak GiB | fast peak GiB "
-        "| memory ratio | fast GFLOP/epoch | fast GFLOP/s | % of matmul rate | fast attention kernel "
+        "| memory ratio | fast GFLOP/epoch | fast GFLOP/s | matmul GFLOP/s | % of matmul rate | fast attention kernel "
         "| fast precision | estimated GiB (paper / fast) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     checks: list[str] = []
     for row in report["datasets"]:
         paper, fast = row["paper"], row["fast"]
-        # A row kept from an earlier run (--keep) is judged against that run's matmul rate.
+        # A row kept from an earlier run (--keep) carries that run's environment: its date, and the
+        # matmul rate its share is judged against when its worker measured none.
         row_env = row.get("environment", env)
         if "error" in paper or "error" in fast:
             lines.append(f"| {row['name']} | failed: {paper.get('error') or fast.get('error')} |")
             continue
         rate = fast["flops_per_epoch"] / fast["median_seconds"] / 1e9 if fast["flops_per_epoch"] else None
+        reference = _reference_gflops(fast, row_env)
         kept = f" (measured {row_env['date']})" if row_env is not env else ""
         lines.append(
             f"| {row['name']}{kept} | {fast['n']} x {fast['d']} | {fast['regime']} | {paper['median_seconds']:.2f} | "
             f"{fast['median_seconds']:.2f} | {paper['median_seconds'] / fast['median_seconds']:.2f}x | "
             f"{_gib(_memory(paper))} | {_gib(_memory(fast))} | {_memory(fast) / _memory(paper):.2f} | "
-            f"{fast['flops_per_epoch'] / 1e9:.0f} | {rate:.1f} | {100 * rate / row_env['matmul_gflops']:.0f}% | "
+            f"{fast['flops_per_epoch'] / 1e9:.0f} | {rate:.1f} | {reference:.1f} | {100 * rate / reference:.0f}% | "
             f"{fast.get('attention_kernel', '—')} | {fast.get('precision', 'fp32')} | "  # fp32: runs before the option
             f"{_gib(paper['estimated_bytes'])} / {_gib(fast['estimated_bytes'])} |"
         )
         if row["name"] in TARGETS:
-            checks += target_checks(row["name"], TARGETS[row["name"]], paper, fast, row_env["matmul_gflops"])
+            checks += target_checks(row["name"], TARGETS[row["name"]], paper, fast, reference)
     if checks:
         lines += ["", "## Targets", "", *checks]
     timed = [row for row in report["datasets"] if row.get("attention_seconds")]
