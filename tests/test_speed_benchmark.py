@@ -47,6 +47,35 @@ def test_share_is_judged_against_the_rate_the_fast_worker_measured():
     assert "| 300 | 60.0 | 100.0 | 60% |" in text  # Prostate_GE: no worker rate, the run's
 
 
+@pytest.mark.parametrize(("chunk_size", "backward_products"), [(16, 4), (5, 5)])
+def test_flop_counter_counts_every_product_of_the_chunked_attention(chunk_size, backward_products):
+    """Forward: q k^T and P v. Backward: dP, dq, and the dk and dv that accumulate
+    in place (addmm_), plus the weights' recomputation unless one block kept them."""
+    import torch
+
+    from iclfs.core.attention import chunked_attention
+
+    L, e = 16, 8
+    q, k, v = (torch.randn(L, e, requires_grad=True) for _ in range(3))
+    with speed.flop_counter() as counter:
+        chunked_attention(q, k, v, chunk_size).sum().backward()
+    assert counter.get_total_flops() == (2 + backward_products) * 2 * L * L * e
+
+
+def test_flop_counter_counts_the_chunked_info_nce_backward():
+    import torch
+
+    from iclfs.core.losses import info_nce_with_negative
+
+    d, dz = 12, 4
+    za, zp, zn = (torch.randn(d, dz, requires_grad=True) for _ in range(3))
+    with speed.flop_counter() as counter:
+        info_nce_with_negative(za, zp, zn, 0.5, 5).backward()
+    products = 2 * d * d * dz
+    # forward logits; backward: the recomputed logits, grad_za, and grad_zp (addmm_)
+    assert counter.get_total_flops() == 4 * products
+
+
 def test_keep_carries_rows_with_their_own_date_and_matmul_rate():
     previous = _report(date="2026-11-01 10:00 UTC", rate=200.0)
     previous["sweep_d"] = [{"source": "synthetic:1000x200", "d": 1000, "n": 200, "regime": "small",

@@ -114,8 +114,10 @@ def attention_kernel_seconds(d: int, n: int, device: torch.device, repeats: int 
 
 
 def flop_counter():
-    """``FlopCounterMode`` that also counts the CPU flash-attention kernels, which
-    torch's table leaves out (it has their CUDA siblings only)."""
+    """``FlopCounterMode`` that also counts what torch's table leaves out: the CPU
+    flash-attention kernels (it has their CUDA siblings only) and the in-place
+    ``addmm_`` with which the chunked attention and InfoNCE backward passes
+    accumulate their gradients (a fifth of BASEHOCK's epoch)."""
     from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
     aten = torch.ops.aten
@@ -126,9 +128,13 @@ def flop_counter():
     def backward(grad_out_shape, query_shape, key_shape, value_shape, *args, **kwargs) -> int:
         return sdpa_backward_flop_count(grad_out_shape, query_shape, key_shape, value_shape)
 
+    def addmm_in_place(self_shape, mat1_shape, mat2_shape, *args, **kwargs) -> int:
+        return 2 * mat1_shape[0] * mat1_shape[1] * mat2_shape[1]
+
     return FlopCounterMode(display=False, custom_mapping={
         aten._scaled_dot_product_flash_attention_for_cpu: forward,
         aten._scaled_dot_product_flash_attention_for_cpu_backward: backward,
+        aten.addmm_: addmm_in_place,
     })
 
 
