@@ -56,7 +56,9 @@ class FeatureAttention(nn.Module):
       CUDA); never materializes the d x d weights.
     * ``chunked``: :func:`iclfs.core.attention.chunked_attention`, blocks of
       ``chunk_size`` query rows (auto-sized to a 256 MiB budget when None),
-      with recomputation in the backward pass; never materializes them either.
+      recomputed in the backward pass; it holds at most one block of the
+      weights, which is all d x d of them only when they fit that budget
+      (and then kept for the backward pass instead of recomputed).
     * ``reference``: the literal d x d softmax matrix, as the paper's
       ``nn.MultiheadAttention`` computes it (used by the ``paper`` schedule).
     """
