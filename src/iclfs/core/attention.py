@@ -76,12 +76,18 @@ def chunked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, chunk_s
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     with torch.autocast(q.device.type, enabled=False):
         q, k, v = (at_least_float32(t) for t in (q, k, v))
-        # With one block, keeping it spares the backward pass an (L x L x e)
-        # product and an exp over L x L, for memory the block budget already
-        # allowed (held longer). The kept weights are the very bits the
-        # recomputation would give, so the gradients do not change.
-        keep_weights = chunk_size >= q.shape[0]
-        return _ChunkedAttention.apply(q, k, v, int(chunk_size), keep_weights)
+        return _ChunkedAttention.apply(q, k, v, int(chunk_size), keeps_weights(q.shape[0], chunk_size))
+
+
+def keeps_weights(rows: int, chunk_size: int) -> bool:
+    """Whether :func:`chunked_attention` keeps its weights for the backward pass: when one block holds every row.
+
+    Keeping that block spares the backward pass an (L x L x e) product and an
+    exp over L x L, for memory the block budget already allowed (held longer).
+    The kept weights are the very bits the recomputation would give, so the
+    gradients do not change.
+    """
+    return chunk_size >= rows
 
 
 def at_least_float32(t: torch.Tensor) -> torch.Tensor:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from .attention import auto_chunk_size
+from .attention import auto_chunk_size, keeps_weights
 from .model import Regime
 
 FLOAT = 4
@@ -63,7 +63,7 @@ def estimate_training_memory(
     elif attention_kernel == "chunked" and use_attention:
         chunk = auto_chunk_size(d)
         attention_work = 3 * chunk * d * FLOAT
-        if chunk >= d:  # one block: each forward pass keeps its d x d weights for its backward pass
+        if keeps_weights(d, chunk):  # each forward pass keeps its d x d weights for its backward pass
             attention_work += alive_forwards * d * d * FLOAT
     else:
         attention_work = 8 * d * n * FLOAT  # flash kernels: small per-row buffers
