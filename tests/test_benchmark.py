@@ -107,3 +107,19 @@ def test_no_benchmark_file_at_all_is_an_error_before_anything_runs(bench):
     with pytest.raises(BenchmarkDataMissingError, match="none of the benchmark files was found"):
         run(bench, pipeline_names=["benchmark"])
     assert not (bench / "data").exists() and not (bench / "docs").exists()
+
+
+def test_the_full_run_command_gives_the_pipelines_iclfs_result(bench):
+    """``iclfs.benchmarks.full_run`` (no Kedro, for GPU machines) chains the same core functions
+    with the same parameters as the benchmark pipeline: the same accuracy and NMI at every k."""
+    from iclfs.benchmarks import full_run
+
+    run(bench, pipeline_names=["benchmark"], namespaces=["COIL20"])
+    table = pd.read_csv(bench / "docs" / "benchmark" / "COIL20.csv")
+    pipeline = table[table["method"] == "ICLFS [fast]"].sort_values("k")
+
+    record = full_run.run_one(bench / "mats" / "COIL20.mat", "COIL20", full_run.load_parameters(bench / "conf"),
+                              "fast", 42)
+    assert [row["k"] for row in record["rows"]] == pipeline["k"].tolist()
+    for column in ("accuracy_mean", "accuracy_std", "nmi_mean", "nmi_std"):
+        assert [row[column] for row in record["rows"]] == pytest.approx(pipeline[column].tolist(), abs=1e-12), column

@@ -47,6 +47,26 @@ def test_share_is_judged_against_the_rate_the_fast_worker_measured():
     assert "| 300 | 60.0 | 100.0 | 60% |" in text  # Prostate_GE: no worker rate, the run's
 
 
+@pytest.mark.parametrize(("device", "memory"), [("cpu", "peak RSS"), ("NVIDIA H200", "max allocated CUDA memory")])
+def test_render_names_the_memory_the_device_reports(device, memory):
+    """On CUDA the environment's device is the card's name, and memory is the allocator's peak."""
+    report = _report()
+    report["environment"]["device"] = device
+    text = speed.render(report)
+    assert f"whole process's {memory} " in text
+    assert ("## Targets" in text) is (device == "cpu")  # the targets are CPU targets
+
+
+@pytest.mark.parametrize(("epochs", "run"), [(1, 1), (2, 3)])
+def test_cpu_epochs_are_timed_after_a_warm_up_unless_there_is_one(monkeypatch, epochs, run):
+    """On CPU one epoch of the largest sweep takes minutes: a single epoch is timed as it is."""
+    calls = []
+    generate = speed.generate_views
+    monkeypatch.setattr(speed, "generate_views", lambda *a, **k: calls.append(1) or generate(*a, **k))
+    result = speed.worker("synthetic:30x8", "fast", epochs, "cpu", False)
+    assert len(result["epoch_seconds"]) == epochs and len(calls) == run
+
+
 @pytest.mark.parametrize(("chunk_size", "backward_products"), [(16, 4), (5, 5)])
 def test_flop_counter_counts_every_product_of_the_chunked_attention(chunk_size, backward_products):
     """Forward: q k^T and P v. Backward: dP, dq, and the dk and dv that accumulate

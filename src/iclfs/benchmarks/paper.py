@@ -51,3 +51,21 @@ PAPER_ABLATIONS: dict[str, dict[str, float]] = {
     "Prostate_GE": {"ICLFS-WL": 83.33, "ICLFS-WLD": 69.46, "ICLFS-WLDA": 71.76, "ICLFS-WLDAR": 57.06},
     "warpPIE10P": {"ICLFS-WL": 43.00, "ICLFS-WLD": 35.60, "ICLFS-WLDA": 43.31, "ICLFS-WLDAR": 37.43},
 }
+
+
+def target_status(accuracy: float, dataset: str, points: float) -> tuple[str, float | None]:
+    """Whether a best mean ``accuracy`` (a fraction) meets the paper's ICLFS number on ``dataset``.
+
+    Met at or above the paper, or below it by at most ``max(paper std, points)``
+    percentage points. Returns the verdict and ours minus the paper's, in points
+    (None where the paper has no number).
+    """
+    paper = PAPER_RESULTS.get(dataset, {}).get("ICLFS")
+    if paper is None:
+        return "no paper number", None
+    diff = 100 * accuracy - paper.accuracy
+    if diff >= 0:
+        return "met (at or above)", diff
+    if -diff <= max(paper.std or 0.0, points):
+        return f"met (within max(std, {points:g}))", diff
+    return "missed", diff

@@ -1,22 +1,20 @@
-"""Read a samples x features table from ``.mat``, ``.csv`` or ``.parquet``."""
+"""Read a samples x features table from ``.mat``, ``.csv`` or ``.parquet``, at any fsspec location.
+
+The parsing is :func:`iclfs.core.tables.parse_feature_table`; this class adds
+the location, the catalog options and Kedro's error type.
+"""
 
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import PurePosixPath
 from typing import Any
 
 import fsspec
-import numpy as np
-import pandas as pd
-import scipy.io
 from kedro.io import AbstractDataset, DatasetError
 from kedro.io.core import get_filepath_str, get_protocol_and_path
 
 from iclfs.core.preprocessing import FeatureTable
-
-SUFFIXES = (".mat", ".csv", ".parquet")
+from iclfs.core.tables import SUFFIXES, TableReadError, parse_feature_table
 
 
 class FeatureTableDataset(AbstractDataset[None, FeatureTable]):
@@ -76,55 +74,13 @@ class FeatureTableDataset(AbstractDataset[None, FeatureTable]):
             )
         with self._fs.open(source, "rb") as handle:
             raw = handle.read()
-        if not raw:
-            raise DatasetError(f"{source}: the file is empty")
-        if self._suffix == ".mat":
-            return self._load_mat(raw, source)
-        return self._load_frame(raw, source)
-
-    def _load_mat(self, raw: bytes, source: str) -> FeatureTable:
         try:
-            content = scipy.io.loadmat(io.BytesIO(raw), **self._load_args)
-        except Exception as err:  # scipy raises several unrelated types for bad files
-            raise DatasetError(f"{source}: not a readable MATLAB .mat file ({err})") from err
-        keys = sorted(k for k in content if not k.startswith("__"))
-        if self._data_key not in content:
-            raise DatasetError(
-                f"{source}: no data matrix under key {self._data_key!r}; keys found: {keys}. "
-                "Set data_key in the catalog entry."
+            return parse_feature_table(
+                raw, self._suffix, source, data_key=self._data_key, label_key=self._label_key,
+                label_column=self._label_column, id_column=self._id_column, load_args=self._load_args,
             )
-        y = None
-        if self._label_key is not None and self._label_key in content:
-            y = np.asarray(content[self._label_key]).reshape(-1) if np.size(content[self._label_key]) else None
-        return FeatureTable(X=content[self._data_key], y=y, source=source)
-
-    def _load_frame(self, raw: bytes, source: str) -> FeatureTable:
-        try:
-            if self._suffix == ".csv":
-                frame = pd.read_csv(io.BytesIO(raw), **self._load_args)
-            else:
-                frame = pd.read_parquet(io.BytesIO(raw), **self._load_args)
-        except Exception as err:  # pandas/pyarrow parse errors have many types
-            raise DatasetError(f"{source}: cannot be parsed as {self._suffix} ({err})") from err
-        missing = [c for c in (self._label_column, self._id_column) if c is not None and c not in frame.columns]
-        if missing:
-            raise DatasetError(f"{source}: column(s) {missing} not found; columns start with {list(frame.columns[:10])}")
-        y = frame.pop(self._label_column).to_numpy() if self._label_column else None
-        if self._id_column:
-            frame = frame.drop(columns=[self._id_column])
-        names = [str(c) for c in frame.columns]
-        if self._suffix == ".csv":
-            names = self._csv_header(raw, exclude={self._label_column, self._id_column}) or names
-        return FeatureTable(X=frame, y=y, feature_names=names, source=source)
-
-    def _csv_header(self, raw: bytes, exclude: set) -> list[str] | None:
-        """The header as written: pandas renames a repeated name ("a" -> "a.1"),
-        which would hide a duplicate from the checks downstream."""
-        if self._load_args.get("header", "infer") != "infer" or "names" in self._load_args:
-            return None
-        first_line = raw.split(b"\n", 1)[0].decode("utf-8", errors="replace").rstrip("\r")
-        header = next(csv.reader([first_line], delimiter=self._load_args.get("sep", ",")), [])
-        return [name for name in header if name not in exclude]
+        except TableReadError as err:
+            raise DatasetError(str(err)) from err
 
     def save(self, data: None) -> None:
         raise DatasetError("FeatureTableDataset is read-only")

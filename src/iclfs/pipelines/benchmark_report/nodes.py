@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from iclfs.benchmarks.paper import PAPER_ABLATIONS, PAPER_RESULTS
+from iclfs.benchmarks.paper import PAPER_ABLATIONS, PAPER_RESULTS, target_status
 
 BASELINE_ORDER = ("LS", "SPEC", "MCFS", "NDFS", "random", "all features")
 PAPER_BASELINES = ("LS", "SPEC", "MCFS", "NDFS")
@@ -38,18 +38,6 @@ def _paper_cell(dataset: str, method: str) -> str:
     return f"{paper.accuracy:.2f} ± {paper.std:.2f} ({paper.k})"
 
 
-def _target(ours: float, dataset: str, points: float) -> tuple[str, float | None]:
-    paper = PAPER_RESULTS.get(dataset, {}).get("ICLFS")
-    if paper is None:
-        return "no paper number", None
-    diff = 100 * ours - paper.accuracy
-    if diff >= 0:
-        return "met (at or above)", diff
-    if -diff <= max(paper.std or 0.0, points):
-        return f"met (within max(std, {points:g}))", diff
-    return "missed", diff
-
-
 def _paper_name(method: str) -> str:
     """The paper's name of a method: the bracketed tags (schedule, precision) are ours.
 
@@ -68,7 +56,7 @@ def summarize(results: dict[str, pd.DataFrame], seed: int, target_points: float)
             name = _paper_name(row["method"])
             paper = PAPER_RESULTS.get(dataset, {}).get(name)
             paper_acc = paper.accuracy if paper else PAPER_ABLATIONS.get(dataset, {}).get(name)
-            status, diff = _target(row["accuracy_mean"], dataset, target_points) if name == "ICLFS" \
+            status, diff = target_status(row["accuracy_mean"], dataset, target_points) if name == "ICLFS" \
                 else ("", None if paper_acc is None else 100 * row["accuracy_mean"] - paper_acc)
             rows.append({
                 "dataset": dataset, "method": row["method"], "best_k": int(row["k"]),

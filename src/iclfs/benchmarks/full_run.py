@@ -1,0 +1,360 @@
+"""Full training runs: every benchmark dataset, all epochs, the ICLFS chain and the k-means protocol.
+
+    python -m iclfs.benchmarks.full_run --device cuda --schedules fast paper --seeds 42 \
+        --output docs/full_run.md
+
+For each dataset, schedule and seed it trains the network for ``training.epochs``
+(100), scores and ranks the features, corrects the ranking with LGRC for every
+k of ``lgrc.k_values`` and runs the k-means protocol (SPEC §8): the same core
+functions, in the same order and with the same parameters (read from
+``conf/base``, then ``conf/local``), as ``kedro run --pipeline benchmark``, without Kedro or
+MLflow, so that it runs on a machine that has only the numeric stack (a GPU
+box). The report gives each run's training time (every epoch, the first one
+included: a run pays for its start), peak memory, best-k accuracy against the
+paper's, the total training time of each (schedule, precision, seed) over the
+datasets, and, where both schedules ran, whether ``fast`` and ``paper`` agree.
+
+Each finished run is written to the JSON at once (``--output`` with suffix
+``.json``), so a run cut short keeps what it finished; ``--keep`` merges an
+earlier JSON (a run of the same dataset, schedule, precision, seed, epochs
+and device replaces the earlier one). On a CPU, 100 epochs of the ten datasets
+take hours (``docs/benchmark.md``, "Runs"): this is a GPU benchmark that also
+runs, slowly, anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import torch
+import yaml
+
+from iclfs.benchmarks.paper import PAPER_RESULTS, target_status
+from iclfs.core.config import config_from_dict
+from iclfs.core.evaluation import best_k, evaluate_selections
+from iclfs.core.laplacian import laplacian_scores
+from iclfs.core.lgrc import lgrc_select
+from iclfs.core.preprocessing import invert, prepare
+from iclfs.core.scores import feature_scores, rank_features
+from iclfs.core.tables import read_feature_table
+from iclfs.core.training import TrainingConfig, embed, resolve_device, train
+from iclfs.core.views import ViewConfig
+
+DATASETS = ("ALLAML", "arcene", "BASEHOCK", "COIL20", "nci9", "PCMAC", "Prostate_GE", "RELATHE", "TOX_171",
+            "warpPIE10P")
+PARAMETER_SECTIONS = ("training", "views", "ranking", "laplacian", "lgrc", "evaluation")
+# The key that says two runs measured the same thing: a later one replaces the earlier.
+RUN_KEY = ("dataset", "schedule", "precision", "seed", "epochs", "device")
+TARGET_POINTS = 2.0  # conf/base/parameters_benchmark.yml, benchmark_report.target_points
+
+
+def load_parameters(conf: str | Path = "conf", envs: tuple[str, ...] = ("base", "local")) -> dict:
+    """The parameters the benchmark pipeline runs with: ``seed`` and :data:`PARAMETER_SECTIONS`.
+
+    Read from the ``parameters*.yml`` files of each environment of ``conf``
+    that exists, as plain YAML (the sections used here hold no interpolation);
+    a later environment's section sets only the keys it names, as Kedro merges
+    them (``conf/local`` over ``conf/base``).
+    """
+    merged: dict = {}
+    for env in envs:
+        for path in sorted((Path(conf) / env).glob("parameters*.yml")):
+            for key, value in (yaml.safe_load(path.read_text()) or {}).items():
+                both_sections = isinstance(value, dict) and isinstance(merged.get(key), dict)
+                merged[key] = {**merged[key], **value} if both_sections else value
+    missing = [key for key in ("seed", *PARAMETER_SECTIONS) if key not in merged]
+    if missing:
+        raise FileNotFoundError(f"{conf}: parameters {missing} not found in {'/'.join(envs)}/parameters*.yml; "
+                                "run from the project root or pass --conf")
+    return {key: merged[key] for key in ("seed", *PARAMETER_SECTIONS)}
+
+
+def _peak_memory_start(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def _peak_memory_bytes(device: torch.device) -> int | None:
+    """Max allocated CUDA memory since the run started; None on CPU (one process runs
+    many trainings, so its peak RSS would not be this run's)."""
+    return int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None
+
+
+def run_one(path: str | Path, dataset: str, parameters: dict, schedule: str, seed: int,
+            overrides: dict | None = None) -> dict:
+    """Train, select and evaluate one dataset with one schedule and seed.
+
+    Args:
+        path: the dataset's ``.mat`` file (scikit-feature layout, labels under ``Y``).
+        parameters: :func:`load_parameters`' sections.
+        overrides: ``training`` keys set on top of ``parameters["training"]``
+            (``device``, ``precision``, ``epochs``).
+
+    Returns:
+        One JSON-ready record: shapes, settings, times, peak memory, the k-means
+        rows of every k and the best one.
+    """
+    prepared = prepare(read_feature_table(path))
+    if prepared.labels is None:
+        raise ValueError(f"{path}: no labels under key 'Y'; the k-means protocol needs class labels")
+    codes = prepared.labels
+    A = invert(prepared.standardized)
+    training = {**parameters["training"], **(overrides or {}), "schedule": schedule, "progress": False}
+    config = config_from_dict(TrainingConfig, training, "training")
+    view_config = config_from_dict(ViewConfig, parameters["views"], "views")
+    device = resolve_device(config.device)
+
+    _peak_memory_start(device)
+    started = time.perf_counter()
+    result = train(A, config, view_config, seed=seed)
+    training_seconds = time.perf_counter() - started
+    peak = _peak_memory_bytes(device)
+
+    started = time.perf_counter()
+    h, z = embed(result.model, A)
+    ranking = rank_features(feature_scores(h, z)[parameters["ranking"]["score"]])
+    ls = laplacian_scores(prepared.standardized, n_neighbors=int(parameters["laplacian"]["n_neighbors"]))
+    lgrc = parameters["lgrc"]
+    d = A.shape[0]
+    selections = {
+        k: lgrc_select(ranking, ls, k, alpha=float(lgrc["alpha"]), quantile=float(lgrc["quantile"]))
+        if lgrc.get("enabled", True) else ranking[:k]
+        for k in (int(k) for k in lgrc["k_values"]) if k <= d
+    }
+    selection_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    rows = evaluate_selections(prepared.standardized, codes, selections,
+                               n_runs=int(parameters["evaluation"]["n_runs"]), seed=seed)
+    evaluation_seconds = time.perf_counter() - started
+    epoch_seconds = [epoch["seconds"] for epoch in result.history]
+    return {
+        "dataset": dataset,
+        "d": int(d),
+        "n": int(A.shape[1]),
+        "classes": int(len(np.unique(codes))),
+        "regime": result.regime.name,
+        "schedule": schedule,
+        "precision": result.precision,
+        "device": result.device,
+        "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
+        "threads": result.threads,
+        "attention_kernel": result.model.attention.kernel,
+        "seed": int(seed),
+        "epochs": len(result.history),
+        "training_seconds": training_seconds,
+        "epoch_seconds": epoch_seconds,
+        "median_epoch_seconds": statistics.median(epoch_seconds),
+        "final_loss": result.history[-1]["loss"],
+        "peak_cuda_bytes": peak,
+        "selection_seconds": selection_seconds,
+        "evaluation_seconds": evaluation_seconds,
+        "rows": rows,
+        "best": dict(best_k(rows)),
+        "torch": torch.__version__,
+        "run_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def merge_runs(previous: list[dict], new: list[dict]) -> list[dict]:
+    """``previous`` with every run of ``new`` added, replacing one with the same :data:`RUN_KEY`."""
+    by_key = {tuple(run[key] for key in RUN_KEY): run for run in previous}
+    for run in new:
+        by_key[tuple(run[key] for key in RUN_KEY)] = run
+    return sorted(by_key.values(), key=lambda r: (r["dataset"].lower(), r["schedule"], r["precision"], r["seed"]))
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.2f}"
+
+
+def _gib(value: int | None) -> str:
+    return "–" if value is None else f"{value / 2 ** 30:.2f}"
+
+
+def parity(runs: list[dict]) -> list[dict]:
+    """Per dataset, device, epochs and ``fast`` precision: best-k accuracy of ``fast`` against ``paper``.
+
+    They agree within noise when the difference of their means over seeds is
+    at most the noise: the largest k-means std of the runs compared and, with
+    two seeds or more of each, the larger std over seeds.
+    """
+    out = []
+    groups: dict[tuple, list[dict]] = {}
+    for run in runs:
+        groups.setdefault((run["dataset"], run["device"], run["epochs"]), []).append(run)
+    for (dataset, device, epochs), group in sorted(groups.items(), key=lambda item: item[0][0].lower()):
+        paper = [r for r in group if r["schedule"] == "paper"]
+        for precision in sorted({r["precision"] for r in group if r["schedule"] == "fast"}):
+            fast = [r for r in group if r["schedule"] == "fast" and r["precision"] == precision]
+            if not paper:
+                continue
+            accuracy = {"fast": [r["best"]["accuracy_mean"] for r in fast],
+                        "paper": [r["best"]["accuracy_mean"] for r in paper]}
+            noise = max(r["best"]["accuracy_std"] for r in fast + paper)
+            if min(len(a) for a in accuracy.values()) >= 2:
+                noise = max(noise, *(statistics.stdev(a) for a in accuracy.values()))
+            difference = statistics.mean(accuracy["fast"]) - statistics.mean(accuracy["paper"])
+            out.append({"dataset": dataset, "device": device, "epochs": epochs, "fast_precision": precision,
+                        "paper_precision": "/".join(sorted({r["precision"] for r in paper})),
+                        "fast": accuracy["fast"], "paper": accuracy["paper"],
+                        "difference": difference, "noise": noise, "agree": abs(difference) <= noise})
+    return out
+
+
+def render(report: dict, notes: str = "") -> str:
+    """The Markdown report of a JSON report (``environment``, ``commands``, ``runs``);
+    ``notes`` (hand-written analysis) goes at the end."""
+    env, runs = report["environment"], report["runs"]
+    lines = [
+        "# Full training runs",
+        "",
+        f"Last measured {env['date']} on {env['device']} (torch {env['torch']}, Python {env['python']}).",
+        "",
+        "Commands (each run's `run_at` says when it finished):",
+        "",
+        "```bash",
+        *[f"# {c['date']}\n{c['command']}" for c in report.get("commands", [env])],
+        "```",
+        "",
+        "Each run trains for all its epochs, then scores, ranks, applies LGRC for every k of `lgrc.k_values` and "
+        "runs the k-means protocol (`evaluation.n_runs` runs per k), with the parameters of `conf` (base, then "
+        "local), as the `benchmark` pipeline does. Training time counts every epoch, the first one included; "
+        "peak memory is the max "
+        "allocated CUDA memory of the training (– on CPU). Accuracy is the best k's mean ± std over the "
+        "k-means runs, in %; the paper's is its Table 2.",
+        "",
+        "| dataset | n x d | schedule | precision | seed | epochs | training s | s/epoch (median) | first epoch s "
+        "| peak GiB | best k | accuracy % | NMI % | paper % | vs paper | device |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in runs:
+        best = r["best"]
+        status, diff = target_status(best["accuracy_mean"], r["dataset"], TARGET_POINTS)
+        paper = PAPER_RESULTS.get(r["dataset"], {}).get("ICLFS")
+        lines.append(
+            f"| {r['dataset']} | {r['n']} x {r['d']} | {r['schedule']} | {r['precision']} | {r['seed']} | "
+            f"{r['epochs']} | {r['training_seconds']:.1f} | {r['median_epoch_seconds']:.3f} | "
+            f"{r['epoch_seconds'][0]:.2f} | {_gib(r['peak_cuda_bytes'])} | {best['k']} | "
+            f"{_pct(best['accuracy_mean'])} ± {_pct(best['accuracy_std'])} | {_pct(best['nmi_mean'])} | "
+            f"{paper.accuracy if paper else '–'} | {status}{'' if diff is None else f' ({diff:+.2f})'} | "
+            f"{r['device_name']} |"
+        )
+    lines += ["", "## Total training time", "",
+              "Per device, schedule, precision, seed and epochs, summed over the datasets run: the training "
+              "time as measured; the same without start-up (epochs x each run's median epoch: the first run "
+              "of each command also pays for CUDA's start, a few seconds); the whole runs (training, "
+              "selection and the k-means protocol); and on how many datasets the best-k accuracy meets the "
+              f"paper's (at or above it, or below by at most max(its std, {TARGET_POINTS:g}) points).", "",
+              "| device | schedule | precision | seed | epochs | datasets | training s | without start-up s "
+              "| whole runs s | meets the paper |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    totals: dict[tuple, list[dict]] = {}
+    for r in runs:
+        totals.setdefault((r["device_name"], r["schedule"], r["precision"], r["seed"], r["epochs"]), []).append(r)
+    for (device, schedule, precision, seed, epochs), group in sorted(totals.items()):
+        whole = sum(r["training_seconds"] + r["selection_seconds"] + r["evaluation_seconds"] for r in group)
+        steady = sum(r["epochs"] * r["median_epoch_seconds"] for r in group)
+        met = sum(target_status(r["best"]["accuracy_mean"], r["dataset"], TARGET_POINTS)[0].startswith("met")
+                  for r in group)
+        lines.append(f"| {device} | {schedule} | {precision} | {seed} | {epochs} | {len(group)} of {len(DATASETS)} | "
+                     f"{sum(r['training_seconds'] for r in group):.1f} | {steady:.1f} | {whole:.1f} | "
+                     f"{met} of {len(group)} |")
+    agreements = parity(runs)
+    if agreements:
+        lines += ["", "## `fast` against `paper`", "",
+                  "Best-k accuracy % of each seed. They agree within noise when the difference of the means is at "
+                  "most the largest k-means std of the runs compared and, with two seeds or more of each, "
+                  "the larger std over seeds.", "",
+                  "| dataset | device | epochs | fast (precision) | paper (precision) | fast − paper | noise "
+                  "| within noise |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for a in agreements:
+            lines.append(f"| {a['dataset']} | {a['device']} | {a['epochs']} | "
+                         f"{' / '.join(map(_pct, a['fast']))} ({a['fast_precision']}) | "
+                         f"{' / '.join(map(_pct, a['paper']))} ({a['paper_precision']}) | "
+                         f"{100 * a['difference']:+.2f} | "
+                         f"{100 * a['noise']:.2f} | {'yes' if a['agree'] else 'no'} |")
+    if notes.strip():
+        lines += ["", "## Analysis", "", notes.strip()]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
+    parser.add_argument("--datasets-dir", default="../shared/datasets")
+    parser.add_argument("--schedules", nargs="+", default=["fast"], choices=["fast", "paper"])
+    parser.add_argument("--seeds", type=int, nargs="+", help="default: conf/base's seed")
+    parser.add_argument("--epochs", type=int, help="default: conf/base's training.epochs")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--precision", default="auto")
+    parser.add_argument("--conf", default="conf", help="the configuration folder: its base/ and local/ "
+                        "parameters*.yml, merged as Kedro does")
+    parser.add_argument("--output", default="docs/full_run.md")
+    parser.add_argument("--keep", metavar="JSON", help="an earlier report's JSON whose runs are kept "
+                        "(those measured again are replaced)")
+    parser.add_argument("--notes", default="docs/full_run_notes.md",
+                        help="hand-written analysis appended to the report, if the file exists")
+    parser.add_argument("--render", metavar="JSON", help="run nothing: rewrite --output from this JSON and --notes")
+    args = parser.parse_args(argv)
+    output = Path(args.output)
+    notes = Path(args.notes).read_text() if args.notes and Path(args.notes).is_file() else ""
+    if args.render:
+        output.write_text(render(json.loads(Path(args.render).read_text()), notes))
+        print(f"wrote {output}")
+        return
+
+    parameters = load_parameters(args.conf)
+    overrides = {"device": args.device, "precision": args.precision}
+    if args.epochs is not None:
+        overrides["epochs"] = args.epochs
+    try:  # refuse a bad device, precision or epochs before any work
+        config_from_dict(TrainingConfig, {**parameters["training"], **overrides, "progress": False}, "training")
+    except (TypeError, ValueError) as err:
+        parser.error(str(err))
+    paths = {name: Path(args.datasets_dir) / f"{name}.mat" for name in args.datasets}
+    missing = [str(path) for path in paths.values() if not path.is_file()]
+    if missing:
+        parser.error(f"dataset file(s) not found: {', '.join(missing)} (set --datasets-dir)")
+    device = resolve_device(args.device)
+    previous = json.loads(Path(args.keep).read_text()) if args.keep else {"runs": [], "commands": []}
+    report = {
+        "environment": {
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "device": torch.cuda.get_device_name(device) if device.type == "cuda" else
+            f"CPU ({platform.machine()}, {torch.get_num_threads()} threads)",
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "command": "python -m iclfs.benchmarks.full_run " + " ".join(argv),
+        },
+        "runs": previous["runs"],
+    }
+    # Older reports have no list: their one command is their environment's.
+    report["commands"] = [*previous.get("commands", [previous["environment"]] if "environment" in previous else []),
+                          {key: report["environment"][key] for key in ("date", "command")}]
+    output.parent.mkdir(parents=True, exist_ok=True)
+    for seed in args.seeds or [int(parameters["seed"])]:
+        for schedule in args.schedules:
+            for name, path in paths.items():
+                run = run_one(path, name, parameters, schedule, seed, overrides)
+                report["runs"] = merge_runs(report["runs"], [run])
+                # Written after every run, so a run cut short keeps what it finished.
+                output.with_suffix(".json").write_text(json.dumps(report, indent=2))
+                output.write_text(render(report, notes))
+                print(f"{name} {schedule} seed {seed}: training {run['training_seconds']:.1f} s, best k "
+                      f"{run['best']['k']} accuracy {_pct(run['best']['accuracy_mean'])} %", flush=True)
+    print(f"wrote {output} and {output.with_suffix('.json')}")
+
+
+if __name__ == "__main__":
+    main()

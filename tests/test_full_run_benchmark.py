@@ -1,0 +1,134 @@
+"""The full-run benchmark command: parameters, one real tiny run, merging, the fast/paper comparison."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import scipy.io
+import yaml
+
+from iclfs.benchmarks import full_run
+from tests.conftest import PROJECT_ROOT
+
+
+def test_parameters_are_the_pipelines(base_parameters):
+    parameters = full_run.load_parameters(PROJECT_ROOT / "conf", envs=("base",))
+    assert parameters == {key: base_parameters[key] for key in ("seed", *full_run.PARAMETER_SECTIONS)}
+    assert full_run.TARGET_POINTS == base_parameters["benchmark_report"]["target_points"]
+
+
+def test_a_local_section_sets_only_the_keys_it_names(tmp_path):
+    base, local = tmp_path / "base", tmp_path / "local"
+    base.mkdir(), local.mkdir()
+    sections = {key: {"a": 1, "b": 2} for key in full_run.PARAMETER_SECTIONS}
+    (base / "parameters.yml").write_text(yaml.safe_dump({"seed": 42, **sections}))
+    (local / "parameters.yml").write_text(yaml.safe_dump({"seed": 7, "training": {"b": 3}}))
+    parameters = full_run.load_parameters(tmp_path)
+    assert parameters["seed"] == 7 and parameters["training"] == {"a": 1, "b": 3} and parameters["lgrc"]["b"] == 2
+    with pytest.raises(FileNotFoundError, match="parameters .*'views'.* not found"):
+        (base / "parameters.yml").write_text(yaml.safe_dump({"seed": 42, "training": {}}))
+        full_run.load_parameters(tmp_path)
+
+
+def _tiny(path):
+    rng = np.random.default_rng(0)
+    y = np.repeat([1, 2], 15)
+    X = rng.normal(size=(30, 40))
+    X[:, :5] += 3 * (y[:, None] - 1)
+    scipy.io.savemat(path, {"X": X, "Y": y[:, None]})
+
+
+def _conf(tmp_path, base_parameters):
+    """conf/base as the project's, with 2 epochs, k in {5, 10} and 3 k-means runs."""
+    base = tmp_path / "conf" / "base"
+    base.mkdir(parents=True)
+    parameters = {key: base_parameters[key] for key in ("seed", *full_run.PARAMETER_SECTIONS)}
+    parameters["training"] = {**parameters["training"], "epochs": 2}
+    parameters["lgrc"] = {**parameters["lgrc"], "k_values": [5, 10, 50]}  # 50 > d: left out
+    parameters["evaluation"] = {"n_runs": 3}
+    (base / "parameters.yml").write_text(yaml.safe_dump(parameters))
+    return tmp_path / "conf"
+
+
+def test_command_runs_both_schedules_then_keeps_and_replaces_runs(tmp_path, base_parameters):
+    _tiny(tmp_path / "COIL20.mat")
+    conf = _conf(tmp_path, base_parameters)
+    output = tmp_path / "full_run.md"
+    common = ["--datasets", "COIL20", "--datasets-dir", str(tmp_path), "--device", "cpu", "--conf", str(conf),
+              "--output", str(output), "--notes", str(tmp_path / "absent.md")]
+    full_run.main([*common, "--schedules", "fast", "paper"])
+
+    report = json.loads(output.with_suffix(".json").read_text())
+    assert [(r["schedule"], r["precision"], r["seed"], r["epochs"]) for r in report["runs"]] == [
+        ("fast", "fp32", 42, 2), ("paper", "fp32", 42, 2)]
+    run = report["runs"][0]
+    assert (run["d"], run["n"], run["classes"], run["regime"]) == (40, 30, 2, "small")
+    assert [row["k"] for row in run["rows"]] == [5, 10] and run["best"] in run["rows"]
+    assert len(run["epoch_seconds"]) == 2 and run["peak_cuda_bytes"] is None
+    text = output.read_text()
+    assert "| COIL20 | 30 x 40 | fast | fp32 | 42 | 2 |" in text and "## Analysis" not in text
+    assert "| cpu | fast | fp32 | 42 | 2 | 1 of 10 |" in text.split("## Total training time")[1]
+    assert "| COIL20 | cpu | 2 |" in text.split("## `fast` against `paper`")[1]
+
+    full_run.main([*common, "--schedules", "fast", "--seeds", "43", "--keep", str(output.with_suffix(".json"))])
+    again = json.loads(output.with_suffix(".json").read_text())
+    assert [(r["schedule"], r["seed"]) for r in again["runs"]] == [("fast", 42), ("fast", 43), ("paper", 42)]
+    assert again["runs"][0] == run  # kept as it was
+    assert [c["command"].split("--schedules")[1].strip() for c in again["commands"]] == [
+        "fast paper", "fast --seeds 43 --keep " + str(output.with_suffix(".json"))]
+
+    full_run.main([*common, "--schedules", "fast", "--keep", str(output.with_suffix(".json"))])
+    assert len(json.loads(output.with_suffix(".json").read_text())["runs"]) == 3  # seed 42 replaced, not added
+
+
+def test_same_seed_same_result_on_cpu(tmp_path, base_parameters):
+    _tiny(tmp_path / "t.mat")
+    parameters = full_run.load_parameters(_conf(tmp_path, base_parameters))
+    first, second = (full_run.run_one(tmp_path / "t.mat", "t", parameters, "fast", 3, {"device": "cpu"})
+                     for _ in range(2))
+    assert first["rows"] == second["rows"] and first["final_loss"] == second["final_loss"]
+
+
+def test_a_missing_file_or_bad_setting_stops_before_any_output(tmp_path, capsys):
+    output = tmp_path / "full_run.md"
+    with pytest.raises(SystemExit):
+        full_run.main(["--datasets", "nci9", "--datasets-dir", str(tmp_path), "--device", "cpu",
+                       "--conf", str(PROJECT_ROOT / "conf"), "--output", str(output)])
+    assert f"dataset file(s) not found: {tmp_path / 'nci9.mat'}" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        full_run.main(["--device", "cpu", "--precision", "bf16", "--conf", str(PROJECT_ROOT / "conf"),
+                       "--output", str(output)])
+    assert "training.precision 'bf16' needs a CUDA device" in capsys.readouterr().err
+    assert not output.exists() and not output.with_suffix(".json").exists()
+
+
+def _run(schedule, seed, accuracy, std=0.01, precision=None):
+    return {"dataset": "X", "device": "cuda", "epochs": 100, "schedule": schedule, "seed": seed,
+            "precision": precision or ("tf32" if schedule == "fast" else "fp32"),
+            "best": {"accuracy_mean": accuracy, "accuracy_std": std}}
+
+
+def test_parity_uses_the_k_means_std_and_with_several_seeds_the_seed_spread():
+    one_seed = full_run.parity([_run("fast", 42, 0.60), _run("paper", 42, 0.62, std=0.015)])
+    assert [(round(a["difference"], 4), a["noise"], a["agree"]) for a in one_seed] == [(-0.02, 0.015, False)]
+
+    runs = [_run("fast", 42, 0.60), _run("fast", 43, 0.70), _run("paper", 42, 0.62), _run("paper", 43, 0.66)]
+    [several] = full_run.parity(runs)
+    assert several["noise"] == pytest.approx(np.std([0.60, 0.70], ddof=1)) and several["agree"]
+
+    by_precision = full_run.parity(runs + [_run("fast", 42, 0.9, precision="bf16")])
+    assert [(a["fast_precision"], a["agree"]) for a in by_precision] == [("bf16", False), ("tf32", True)]
+    assert full_run.parity([_run("fast", 42, 0.6)]) == []  # nothing to compare with
+
+
+def test_render_appends_the_notes(tmp_path):
+    report = {"environment": {"date": "d", "device": "cpu", "torch": "2", "python": "3.11", "command": "c"},
+              "runs": []}
+    (tmp_path / "r.json").write_text(json.dumps(report))
+    (tmp_path / "notes.md").write_text("Why.")
+    full_run.main(["--render", str(tmp_path / "r.json"), "--notes", str(tmp_path / "notes.md"),
+                   "--output", str(tmp_path / "r.md")])
+    text = (tmp_path / "r.md").read_text()
+    assert "# d\nc\n" in text and text.rstrip().endswith("## Analysis\n\nWhy.")
