@@ -193,10 +193,10 @@ def parity(runs: list[dict]) -> list[dict]:
         groups.setdefault((run["dataset"], run["device"], run["epochs"]), []).append(run)
     for (dataset, device, epochs), group in sorted(groups.items(), key=lambda item: item[0][0].lower()):
         paper = [r for r in group if r["schedule"] == "paper"]
+        if not paper:
+            continue
         for precision in sorted({r["precision"] for r in group if r["schedule"] == "fast"}):
             fast = [r for r in group if r["schedule"] == "fast" and r["precision"] == precision]
-            if not paper:
-                continue
             accuracy = {"fast": [r["best"]["accuracy_mean"] for r in fast],
                         "paper": [r["best"]["accuracy_mean"] for r in paper]}
             noise = max(r["best"]["accuracy_std"] for r in fast + paper)
