@@ -83,6 +83,14 @@ def test_command_runs_both_schedules_then_keeps_and_replaces_runs(tmp_path, base
     assert len(json.loads(output.with_suffix(".json").read_text())["runs"]) == 3  # seed 42 replaced, not added
 
 
+def test_a_run_without_attention_records_no_kernel(tmp_path, base_parameters):
+    _tiny(tmp_path / "t.mat")
+    parameters, params = full_run.apply_params(full_run.load_parameters(_conf(tmp_path, base_parameters)),
+                                               "training.use_attention=false")
+    run = full_run.run_one(tmp_path / "t.mat", "t", parameters, "fast", 42, {"device": "cpu"}, params)
+    assert run["attention_kernel"] is None and run["params"] == "training.use_attention=false"
+
+
 def test_same_seed_same_result_on_cpu(tmp_path, base_parameters):
     _tiny(tmp_path / "t.mat")
     parameters = full_run.load_parameters(_conf(tmp_path, base_parameters))
@@ -132,3 +140,35 @@ def test_render_appends_the_notes(tmp_path):
                    "--output", str(tmp_path / "r.md")])
     text = (tmp_path / "r.md").read_text()
     assert "# d\nc\n" in text and text.rstrip().endswith("## Analysis\n\nWhy.")
+
+
+def test_params_override_conf_keys_and_name_the_variant(base_parameters):
+    parameters = {key: base_parameters[key] for key in ("seed", *full_run.PARAMETER_SECTIONS)}
+    updated, params = full_run.apply_params(
+        parameters, "training.use_decorrelation=false, lgrc.k_values=[50,100],lgrc.enabled=false")
+    assert updated["lgrc"]["k_values"] == [50, 100] and updated["lgrc"]["enabled"] is False
+    assert updated["training"]["use_decorrelation"] is False
+    assert parameters["lgrc"]["enabled"] is True  # the caller's dict is left as it was
+    assert params == "lgrc.enabled=false,lgrc.k_values=[50, 100],training.use_decorrelation=false"
+    assert full_run.apply_params(parameters, None) == (parameters, "")
+    with pytest.raises(ValueError, match="'training.use_decorelation' is not a parameter of conf; known: .*"):
+        full_run.apply_params(parameters, "training.use_decorelation=false")
+    with pytest.raises(ValueError, match="'seed=1' is not section.key=value"):
+        full_run.apply_params(parameters, "seed=1")
+
+
+def test_a_variant_adds_its_own_runs(tmp_path, base_parameters):
+    _tiny(tmp_path / "COIL20.mat")
+    conf = _conf(tmp_path, base_parameters)
+    output = tmp_path / "full_run.md"
+    common = ["--datasets", "COIL20", "--datasets-dir", str(tmp_path), "--device", "cpu", "--conf", str(conf),
+              "--output", str(output), "--notes", str(tmp_path / "absent.md"), "--schedules", "fast"]
+    full_run.main(common)
+    full_run.main([*common, "--params", "lgrc.enabled=false", "--keep", str(output.with_suffix(".json"))])
+    runs = json.loads(output.with_suffix(".json").read_text())["runs"]
+    assert [r["params"] for r in runs] == ["", "lgrc.enabled=false"]
+    text = output.read_text()
+    assert "| COIL20 (lgrc.enabled=false) | 30 x 40 | fast |" in text and "| COIL20 | 30 x 40 | fast |" in text
+    totals = text.split("## Total training time")[1]
+    assert "| lgrc.enabled=false | cpu | fast | fp32 | 42 | 2 | 1 of 10 |" in totals and totals.count("| – |\n") == 1
+    assert "| – (a variant) |" in text  # the paper's number is the full model's

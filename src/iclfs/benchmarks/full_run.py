@@ -52,7 +52,7 @@ DATASETS = ("ALLAML", "arcene", "BASEHOCK", "COIL20", "nci9", "PCMAC", "Prostate
             "warpPIE10P")
 PARAMETER_SECTIONS = ("training", "views", "ranking", "laplacian", "lgrc", "evaluation")
 # The key that says two runs measured the same thing: a later one replaces the earlier.
-RUN_KEY = ("dataset", "schedule", "precision", "seed", "epochs", "device")
+RUN_KEY = ("dataset", "params", "schedule", "precision", "seed", "epochs", "device")
 TARGET_POINTS = 2.0  # conf/base/parameters_benchmark.yml, benchmark_report.target_points
 
 
@@ -77,6 +77,44 @@ def load_parameters(conf: str | Path = "conf", envs: tuple[str, ...] = ("base", 
     return {key: merged[key] for key in ("seed", *PARAMETER_SECTIONS)}
 
 
+def apply_params(parameters: dict, text: str | None) -> tuple[dict, str]:
+    """``parameters`` with the overrides of ``text``, written as Kedro's ``--params``:
+    ``"lgrc.enabled=false,training.use_decorrelation=false"`` (values read as YAML).
+
+    Only keys that ``conf`` defines in :data:`PARAMETER_SECTIONS` may be set
+    (the seed is ``--seeds``), so a misspelt key stops the command. Returns the
+    new parameters and the overrides in a canonical form (sorted, ``""`` for
+    none), which names the variant in the report.
+    """
+    updated = {key: dict(value) if isinstance(value, dict) else value for key, value in parameters.items()}
+    pairs = []
+    for item in _split_params(text or ""):
+        name, sep, raw = item.partition("=")
+        section, dot, key = name.strip().partition(".")
+        if not sep or not dot or not key:
+            raise ValueError(f"--params: {item!r} is not section.key=value")
+        if section not in PARAMETER_SECTIONS or key not in parameters[section]:
+            known = ", ".join(f"{s}.{k}" for s in PARAMETER_SECTIONS for k in parameters[s])
+            raise ValueError(f"--params: {name.strip()!r} is not a parameter of conf; known: {known}")
+        value = yaml.safe_load(raw) if raw.strip() else None
+        updated[section][key] = value
+        pairs.append(f"{section}.{key}={json.dumps(value)}")
+    return updated, ",".join(sorted(pairs))
+
+
+def _split_params(text: str) -> list[str]:
+    """Split on the commas outside brackets, so a list value (``lgrc.k_values=[50,100]``) stays whole."""
+    items, depth, current = [], 0, ""
+    for char in text:
+        depth += {"[": 1, "{": 1, "]": -1, "}": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            items.append(current)
+            current = ""
+        else:
+            current += char
+    return [item for item in (*items, current) if item.strip()]
+
+
 def _peak_memory_start(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -90,7 +128,7 @@ def _peak_memory_bytes(device: torch.device) -> int | None:
 
 
 def run_one(path: str | Path, dataset: str, parameters: dict, schedule: str, seed: int,
-            overrides: dict | None = None) -> dict:
+            overrides: dict | None = None, params: str = "") -> dict:
     """Train, select and evaluate one dataset with one schedule and seed.
 
     Args:
@@ -98,6 +136,8 @@ def run_one(path: str | Path, dataset: str, parameters: dict, schedule: str, see
         parameters: :func:`load_parameters`' sections.
         overrides: ``training`` keys set on top of ``parameters["training"]``
             (``device``, ``precision``, ``epochs``).
+        params: the ``--params`` overrides already applied to ``parameters``
+            (:func:`apply_params`), recorded to name the variant.
 
     Returns:
         One JSON-ready record: shapes, settings, times, peak memory, the k-means
@@ -138,6 +178,7 @@ def run_one(path: str | Path, dataset: str, parameters: dict, schedule: str, see
     epoch_seconds = [epoch["seconds"] for epoch in result.history]
     return {
         "dataset": dataset,
+        "params": params,
         "d": int(d),
         "n": int(A.shape[1]),
         "classes": int(len(np.unique(codes))),
@@ -147,7 +188,8 @@ def run_one(path: str | Path, dataset: str, parameters: dict, schedule: str, see
         "device": result.device,
         "device_name": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
         "threads": result.threads,
-        "attention_kernel": result.model.attention.kernel,
+        # None without attention (training.use_attention=false, the WLDA ablation)
+        "attention_kernel": result.model.attention.kernel if result.model.attention is not None else None,
         "seed": int(seed),
         "epochs": len(result.history),
         "training_seconds": training_seconds,
@@ -166,10 +208,19 @@ def run_one(path: str | Path, dataset: str, parameters: dict, schedule: str, see
 
 def merge_runs(previous: list[dict], new: list[dict]) -> list[dict]:
     """``previous`` with every run of ``new`` added, replacing one with the same :data:`RUN_KEY`."""
-    by_key = {tuple(run[key] for key in RUN_KEY): run for run in previous}
+    by_key = {_run_key(run): run for run in previous}
     for run in new:
-        by_key[tuple(run[key] for key in RUN_KEY)] = run
-    return sorted(by_key.values(), key=lambda r: (r["dataset"].lower(), r["schedule"], r["precision"], r["seed"]))
+        by_key[_run_key(run)] = run
+    return sorted(by_key.values(), key=lambda r: (r["dataset"].lower(), r.get("params", ""), r["schedule"],
+                                                  r["precision"], r["seed"]))
+
+
+def _run_key(run: dict) -> tuple:
+    return tuple(run.get(key, "") for key in RUN_KEY)  # runs from before --params have none
+
+
+def _name(dataset: str, params: str) -> str:
+    return f"{dataset} ({params})" if params else dataset
 
 
 def _pct(value: float) -> str:
@@ -190,8 +241,9 @@ def parity(runs: list[dict]) -> list[dict]:
     out = []
     groups: dict[tuple, list[dict]] = {}
     for run in runs:
-        groups.setdefault((run["dataset"], run["device"], run["epochs"]), []).append(run)
-    for (dataset, device, epochs), group in sorted(groups.items(), key=lambda item: item[0][0].lower()):
+        groups.setdefault((run["dataset"], run.get("params", ""), run["device"], run["epochs"]), []).append(run)
+    for (dataset, params, device, epochs), group in sorted(groups.items(),
+                                                           key=lambda item: (item[0][0].lower(), item[0][1])):
         paper = [r for r in group if r["schedule"] == "paper"]
         if not paper:
             continue
@@ -203,7 +255,8 @@ def parity(runs: list[dict]) -> list[dict]:
             if min(len(a) for a in accuracy.values()) >= 2:
                 noise = max(noise, *(statistics.stdev(a) for a in accuracy.values()))
             difference = statistics.mean(accuracy["fast"]) - statistics.mean(accuracy["paper"])
-            out.append({"dataset": dataset, "device": device, "epochs": epochs, "fast_precision": precision,
+            out.append({"dataset": dataset, "params": params, "device": device, "epochs": epochs,
+                        "fast_precision": precision,
                         "paper_precision": "/".join(sorted({r["precision"] for r in paper})),
                         "fast": accuracy["fast"], "paper": accuracy["paper"],
                         "difference": difference, "noise": noise, "agree": abs(difference) <= noise})
@@ -238,10 +291,12 @@ def render(report: dict, notes: str = "") -> str:
     ]
     for r in runs:
         best = r["best"]
-        status, diff = target_status(best["accuracy_mean"], r["dataset"], TARGET_POINTS)
+        # The paper's number is the full model's: a variant (--params) is not judged against it.
+        status, diff = (target_status(best["accuracy_mean"], r["dataset"], TARGET_POINTS) if not r.get("params")
+                        else ("– (a variant)", None))
         paper = PAPER_RESULTS.get(r["dataset"], {}).get("ICLFS")
         lines.append(
-            f"| {r['dataset']} | {r['n']} x {r['d']} | {r['schedule']} | {r['precision']} | {r['seed']} | "
+            f"| {_name(r['dataset'], r.get('params', ''))} | {r['n']} x {r['d']} | {r['schedule']} | {r['precision']} | {r['seed']} | "
             f"{r['epochs']} | {r['training_seconds']:.1f} | {r['median_epoch_seconds']:.3f} | "
             f"{r['epoch_seconds'][0]:.2f} | {_gib(r['peak_cuda_bytes'])} | {best['k']} | "
             f"{_pct(best['accuracy_mean'])} ± {_pct(best['accuracy_std'])} | {_pct(best['nmi_mean'])} | "
@@ -254,20 +309,23 @@ def render(report: dict, notes: str = "") -> str:
               "of each command also pays for CUDA's start, a few seconds); the whole runs (training, "
               "selection and the k-means protocol); and on how many datasets the best-k accuracy meets the "
               f"paper's (at or above it, or below by at most max(its std, {TARGET_POINTS:g}) points).", "",
-              "| device | schedule | precision | seed | epochs | datasets | training s | without start-up s "
-              "| whole runs s | meets the paper |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "| parameters | device | schedule | precision | seed | epochs | datasets | training s "
+              "| without start-up s | whole runs s | meets the paper |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     totals: dict[tuple, list[dict]] = {}
     for r in runs:
-        totals.setdefault((r["device_name"], r["schedule"], r["precision"], r["seed"], r["epochs"]), []).append(r)
-    for (device, schedule, precision, seed, epochs), group in sorted(totals.items()):
+        totals.setdefault((r.get("params", ""), r["device_name"], r["schedule"], r["precision"], r["seed"],
+                           r["epochs"]), []).append(r)
+    for (params, device, schedule, precision, seed, epochs), group in sorted(totals.items()):
         whole = sum(r["training_seconds"] + r["selection_seconds"] + r["evaluation_seconds"] for r in group)
         steady = sum(r["epochs"] * r["median_epoch_seconds"] for r in group)
         met = sum(target_status(r["best"]["accuracy_mean"], r["dataset"], TARGET_POINTS)[0].startswith("met")
                   for r in group)
-        lines.append(f"| {device} | {schedule} | {precision} | {seed} | {epochs} | {len(group)} of {len(DATASETS)} | "
+        verdict = "–" if params else f"{met} of {len(group)}"
+        lines.append(f"| {params or '–'} | {device} | {schedule} | {precision} | {seed} | {epochs} | "
+                     f"{len(group)} of {len(DATASETS)} | "
                      f"{sum(r['training_seconds'] for r in group):.1f} | {steady:.1f} | {whole:.1f} | "
-                     f"{met} of {len(group)} |")
+                     f"{verdict} |")
     agreements = parity(runs)
     if agreements:
         lines += ["", "## `fast` against `paper`", "",
@@ -278,7 +336,7 @@ def render(report: dict, notes: str = "") -> str:
                   "| within noise |",
                   "|---|---|---|---|---|---|---|---|"]
         for a in agreements:
-            lines.append(f"| {a['dataset']} | {a['device']} | {a['epochs']} | "
+            lines.append(f"| {_name(a['dataset'], a['params'])} | {a['device']} | {a['epochs']} | "
                          f"{' / '.join(map(_pct, a['fast']))} ({a['fast_precision']}) | "
                          f"{' / '.join(map(_pct, a['paper']))} ({a['paper_precision']}) | "
                          f"{100 * a['difference']:+.2f} | "
@@ -298,6 +356,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--epochs", type=int, help="default: conf/base's training.epochs")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--precision", default="auto")
+    parser.add_argument("--params", help="overrides as Kedro's --params, e.g. "
+                        "\"lgrc.enabled=false,training.use_decorrelation=false\" (an ablation)")
     parser.add_argument("--conf", default="conf", help="the configuration folder: its base/ and local/ "
                         "parameters*.yml, merged as Kedro does")
     parser.add_argument("--output", default="docs/full_run.md")
@@ -314,12 +374,13 @@ def main(argv: list[str] | None = None) -> None:
         print(f"wrote {output}")
         return
 
-    parameters = load_parameters(args.conf)
     overrides = {"device": args.device, "precision": args.precision}
     if args.epochs is not None:
         overrides["epochs"] = args.epochs
-    try:  # refuse a bad device, precision or epochs before any work
+    try:  # refuse a bad parameter, device, precision or epochs before any work
+        parameters, params = apply_params(load_parameters(args.conf), args.params)
         config_from_dict(TrainingConfig, {**parameters["training"], **overrides, "progress": False}, "training")
+        config_from_dict(ViewConfig, parameters["views"], "views")
     except (TypeError, ValueError) as err:
         parser.error(str(err))
     paths = {name: Path(args.datasets_dir) / f"{name}.mat" for name in args.datasets}
@@ -346,12 +407,12 @@ def main(argv: list[str] | None = None) -> None:
     for seed in args.seeds or [int(parameters["seed"])]:
         for schedule in args.schedules:
             for name, path in paths.items():
-                run = run_one(path, name, parameters, schedule, seed, overrides)
+                run = run_one(path, name, parameters, schedule, seed, overrides, params)
                 report["runs"] = merge_runs(report["runs"], [run])
                 # Written after every run, so a run cut short keeps what it finished.
                 output.with_suffix(".json").write_text(json.dumps(report, indent=2))
                 output.write_text(render(report, notes))
-                print(f"{name} {schedule} seed {seed}: training {run['training_seconds']:.1f} s, best k "
+                print(f"{_name(name, params)} {schedule} seed {seed}: training {run['training_seconds']:.1f} s, best k "
                       f"{run['best']['k']} accuracy {_pct(run['best']['accuracy_mean'])} %", flush=True)
     print(f"wrote {output} and {output.with_suffix('.json')}")
 
