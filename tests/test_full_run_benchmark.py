@@ -155,6 +155,15 @@ def test_params_override_conf_keys_and_name_the_variant(base_parameters):
         full_run.apply_params(parameters, "training.use_decorelation=false")
     with pytest.raises(ValueError, match="'seed=1' is not section.key=value"):
         full_run.apply_params(parameters, "seed=1")
+    with pytest.raises(ValueError, match=r"the value of 'lgrc.k_values' is not valid YAML \('\[50'\)"):
+        full_run.apply_params(parameters, "lgrc.k_values=[50")
+
+
+def test_a_bad_score_stops_before_any_output(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        full_run.main(["--device", "cpu", "--params", "ranking.score=l1", "--conf", str(PROJECT_ROOT / "conf"),
+                       "--output", str(tmp_path / "r.md")])
+    assert "ranking.score must be one of" in capsys.readouterr().err and not (tmp_path / "r.md").exists()
 
 
 def test_a_variant_adds_its_own_runs(tmp_path, base_parameters):

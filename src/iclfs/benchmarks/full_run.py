@@ -43,7 +43,7 @@ from iclfs.core.evaluation import best_k, evaluate_selections
 from iclfs.core.laplacian import laplacian_scores
 from iclfs.core.lgrc import lgrc_select
 from iclfs.core.preprocessing import invert, prepare
-from iclfs.core.scores import feature_scores, rank_features
+from iclfs.core.scores import SCORE_NAMES, feature_scores, rank_features
 from iclfs.core.tables import read_feature_table
 from iclfs.core.training import TrainingConfig, embed, resolve_device, train
 from iclfs.core.views import ViewConfig
@@ -96,7 +96,10 @@ def apply_params(parameters: dict, text: str | None) -> tuple[dict, str]:
         if section not in PARAMETER_SECTIONS or key not in parameters[section]:
             known = ", ".join(f"{s}.{k}" for s in PARAMETER_SECTIONS for k in parameters[s])
             raise ValueError(f"--params: {name.strip()!r} is not a parameter of conf; known: {known}")
-        value = yaml.safe_load(raw) if raw.strip() else None
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError as err:
+            raise ValueError(f"--params: the value of {name.strip()!r} is not valid YAML ({raw!r})") from err
         updated[section][key] = value
         pairs.append(f"{section}.{key}={json.dumps(value)}")
     return updated, ",".join(sorted(pairs))
@@ -381,6 +384,8 @@ def main(argv: list[str] | None = None) -> None:
         parameters, params = apply_params(load_parameters(args.conf), args.params)
         config_from_dict(TrainingConfig, {**parameters["training"], **overrides, "progress": False}, "training")
         config_from_dict(ViewConfig, parameters["views"], "views")
+        if parameters["ranking"]["score"] not in SCORE_NAMES:
+            raise ValueError(f"ranking.score must be one of {SCORE_NAMES}, got {parameters['ranking']['score']!r}")
     except (TypeError, ValueError) as err:
         parser.error(str(err))
     paths = {name: Path(args.datasets_dir) / f"{name}.mat" for name in args.datasets}
