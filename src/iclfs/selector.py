@@ -7,7 +7,7 @@ and :func:`~iclfs.core.training.embed`,
 :func:`~iclfs.core.scores.feature_scores` and
 :func:`~iclfs.core.scores.rank_features`,
 :func:`~iclfs.core.laplacian.laplacian_scores` and
-:func:`~iclfs.core.lgrc.lgrc_select`. It holds no algorithm code of its own.
+:func:`~iclfs.core.lgrc.select_features`. It holds no algorithm code of its own.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from iclfs.core.config import config_from_dict
 from iclfs.core.laplacian import laplacian_scores
-from iclfs.core.lgrc import lgrc_select
+from iclfs.core.lgrc import select_features
 from iclfs.core.preprocessing import MIN_SAMPLES, FeatureTable, as_numeric_matrix, invert, prepare
 from iclfs.core.scores import SCORE_NAMES, feature_scores, rank_features
 from iclfs.core.training import TrainingConfig, embed, resolve_device, train
@@ -352,10 +352,8 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         scores = feature_scores(h, z)
         ranking = rank_features(scores[self.ranking_score])
         ls = laplacian_scores(prepared.standardized, n_neighbors=int(self.n_neighbors))
-        if self.use_lgrc:
-            selected = lgrc_select(ranking, ls, k, alpha=float(self.alpha), quantile=float(self.quantile))
-        else:
-            selected = ranking[:k]
+        selected = select_features(ranking, ls, k, enabled=bool(self.use_lgrc), alpha=float(self.alpha),
+                                   quantile=float(self.quantile))
 
         self.n_features_to_select_ = k
         self.seed_ = seed

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclfs.core.lgrc import laplacian_gate, lgrc_select
+from iclfs.core.lgrc import laplacian_gate, lgrc_select, select_features
 
 
 def naive_quantile(values, q):
@@ -167,3 +167,13 @@ def test_lgrc_bad_k(k):
 def test_lgrc_bad_alpha():
     with pytest.raises(ValueError):
         lgrc_select(np.arange(5), np.ones(5), 2, alpha=0.9)
+
+
+def test_select_features_is_lgrc_or_without_it_the_first_k():
+    rng = np.random.default_rng(0)
+    ranking = rng.permutation(40)
+    ls = rng.random(40)
+    np.testing.assert_array_equal(select_features(ranking, ls, 10, alpha=2.0, quantile=0.5),
+                                  lgrc_select(ranking, ls, 10, alpha=2.0, quantile=0.5))
+    np.testing.assert_array_equal(select_features(ranking, ls, 10, enabled=False), ranking[:10])
+    assert not np.array_equal(select_features(ranking, ls, 10, alpha=2.0, quantile=0.5), ranking[:10])

@@ -41,7 +41,7 @@ from iclfs.benchmarks.paper import PAPER_RESULTS, target_status
 from iclfs.core.config import config_from_dict
 from iclfs.core.evaluation import best_k, evaluate_selections
 from iclfs.core.laplacian import laplacian_scores
-from iclfs.core.lgrc import lgrc_select
+from iclfs.core.lgrc import select_features
 from iclfs.core.preprocessing import invert, prepare
 from iclfs.core.scores import SCORE_NAMES, feature_scores, rank_features
 from iclfs.core.tables import read_feature_table
@@ -168,11 +168,9 @@ def run_one(path: str | Path, dataset: str, parameters: dict, schedule: str, see
     ls = laplacian_scores(prepared.standardized, n_neighbors=int(parameters["laplacian"]["n_neighbors"]))
     lgrc = parameters["lgrc"]
     d = A.shape[0]
-    selections = {
-        k: lgrc_select(ranking, ls, k, alpha=float(lgrc["alpha"]), quantile=float(lgrc["quantile"]))
-        if lgrc.get("enabled", True) else ranking[:k]
-        for k in (int(k) for k in lgrc["k_values"]) if k <= d
-    }
+    selections = {k: select_features(ranking, ls, k, enabled=lgrc.get("enabled", True), alpha=float(lgrc["alpha"]),
+                                     quantile=float(lgrc["quantile"]))
+                  for k in (int(k) for k in lgrc["k_values"]) if k <= d}
     selection_seconds = time.perf_counter() - started
     started = time.perf_counter()
     rows = evaluate_selections(prepared.standardized, codes, selections,

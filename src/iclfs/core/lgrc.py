@@ -59,3 +59,22 @@ def lgrc_select(
         heapq.heapreplace(heap, (-scores[ranking[pos]], -pos))
     kept_positions = np.sort(np.array([-neg_pos for _, neg_pos in heap], dtype=np.int64))
     return ranking[kept_positions[:k]]
+
+
+def select_features(
+    ranking: np.ndarray,
+    laplacian_scores: np.ndarray,
+    k: int,
+    enabled: bool = True,
+    alpha: float = 1.5,
+    quantile: float = 0.75,
+) -> np.ndarray:
+    """The k features selected from ``ranking``: :func:`lgrc_select`'s, or with
+    ``enabled=False`` the first k of the ranking (the paper's "without LGRC", WL).
+
+    Returns:
+        (k,) feature indices, best first.
+    """
+    if not enabled:
+        return np.asarray(ranking)[:k]
+    return lgrc_select(ranking, laplacian_scores, k, alpha=alpha, quantile=quantile)

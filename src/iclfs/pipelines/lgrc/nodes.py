@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iclfs.core.lgrc import lgrc_select
+from iclfs.core import lgrc as core_lgrc
 
 
 def select_features(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame, lgrc: dict) -> pd.DataFrame:
@@ -27,10 +27,8 @@ def select_features(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFram
         raise ValueError(f"lgrc.k_values {too_big} are outside 1..{d} (the number of features)")
     parts = []
     for k in sorted(lgrc["k_values"]):
-        if lgrc.get("enabled", True):
-            chosen = lgrc_select(ranking, ls, k, alpha=lgrc["alpha"], quantile=lgrc["quantile"])
-        else:
-            chosen = ranking[:k]
+        chosen = core_lgrc.select_features(ranking, ls, k, enabled=lgrc.get("enabled", True), alpha=lgrc["alpha"],
+                                           quantile=lgrc["quantile"])
         parts.append(
             pd.DataFrame(
                 {
