@@ -98,8 +98,12 @@ class FeatureAttention(nn.Module):
         if self.kernel == "reference":
             # The paper's call, literally: nn.MultiheadAttention's functional form
             # with its defaults (need_weights=True materializes the d x d weights).
+            # One tensor as query, key and value: F.multi_head_attention_forward
+            # tests identity (``is``) to take the packed self-attention
+            # projection that nn.MultiheadAttention(x, x, x) takes.
+            x3 = x[:, None]
             out, _ = F.multi_head_attention_forward(
-                x[:, None], x[:, None], x[:, None], self.embed_dim, 1,
+                x3, x3, x3, self.embed_dim, 1,
                 self.in_proj_weight, self.in_proj_bias, None, None, False, 0.0,
                 self.out_proj.weight, self.out_proj.bias, training=self.training, need_weights=True,
             )

@@ -18,6 +18,13 @@ Two schedules give the same objective:
     read those statistics. With dropout off and the same views, its loss,
     gradients and running statistics equal the paper's (tested); with dropout
     on it differs in which dropout masks are drawn.
+
+With ``views.stream: reference`` (:mod:`iclfs.core.views`) and the ``paper``
+schedule, an epoch draws from torch's global generator exactly what the
+paper's published loop draws (views, then the 12 passes' dropout on CPU),
+and the network's reference attention takes ``nn.MultiheadAttention``'s own
+packed projection, so on CPU the trained weights equal the published code's
+bit for bit (tested).
 """
 
 from __future__ import annotations
@@ -34,7 +41,7 @@ from tqdm.auto import tqdm
 from .losses import decorrelation_dense, decorrelation_loss, info_nce_dense, info_nce_with_negative
 from .model import ATTENTION_KERNELS, ICLFSNetwork, Regime, select_regime
 from .resources import available_cpus, check_memory, estimate_training_memory
-from .views import ViewConfig, Views, generate_views
+from .views import ViewConfig, ViewMasks, Views, generate_masks, generate_views, reference_masks
 
 SCHEDULES = ("fast", "paper")
 #: From this many samples (the attention's embed dimension) up, ``fast`` on CPU
@@ -394,6 +401,25 @@ def train(
             bar.set_postfix(loss=f"{losses['loss']:.4f}")
     model.eval()
     return TrainingResult(model, regime, str(device), precision, threads, history, asdict(config))
+
+
+def first_epoch_masks(A: np.ndarray | torch.Tensor, config: TrainingConfig | None = None,
+                      view_config: ViewConfig | None = None, seed: int = 42) -> ViewMasks:
+    """The masks :func:`train` draws in its first epoch on CPU with these settings, without training.
+
+    The ``reference`` stream draws after the network's initialization from
+    torch's global generator, so the network is built here too (and thrown
+    away); that generator's state is restored on return.
+    """
+    config = config or TrainingConfig()
+    view_config = view_config or ViewConfig()
+    d, n = torch.as_tensor(A).shape
+    if view_config.stream != "reference":
+        return generate_masks(d, n, view_config, torch.Generator(device="cpu").manual_seed(seed), "cpu")
+    with torch.random.fork_rng(devices=[]):
+        torch.random.default_generator.manual_seed(seed)  # train()'s torch.manual_seed, on CPU only
+        build_model(n, config, "cpu")
+        return reference_masks(d, n, view_config)
 
 
 @torch.no_grad()

@@ -1,7 +1,20 @@
 """SPEC §2 — the five views of the inverted map, drawn fresh every epoch.
 
-All masks are built for every feature row at once from per-row random
-permutations (``argsort`` of uniform noise), on whatever device ``A`` lives on.
+Two random streams draw the same law:
+
+``vectorized`` (the default)
+    All masks are built for every feature row at once from per-row random
+    permutations (``argsort`` of uniform noise), on whatever device ``A``
+    lives on, from the training's own generator.
+``reference``
+    The draws of the paper's published code, replayed: torch's global CPU
+    generator, one 64-bit draw per epoch (its ``DataLoader`` iterator's base
+    seed), then for each feature in order one ``torch.randperm(n)`` each for
+    the complementary pair, the light mask, the heavy mask and the negative.
+    With the ``paper`` schedule and the same seed, training repeats the
+    published loop's arithmetic exactly on CPU (tested), so a result of the
+    paper can be checked draw for draw. It loops over the features in Python:
+    for fidelity checks, not production.
 """
 
 from __future__ import annotations
@@ -11,6 +24,7 @@ from dataclasses import dataclass, fields
 import torch
 
 POSITIVE_VIEWS = ("structured", "random")
+STREAMS = ("vectorized", "reference")
 
 
 @dataclass(frozen=True)
@@ -26,10 +40,17 @@ class ViewConfig:
     # paper; 0.5 is our choice, the pair views' ratio.
     positives: str = "structured"
     random_keep: float = 0.50
+    # Which random stream draws the views (see the module docstring).
+    stream: str = "vectorized"
 
     def __post_init__(self) -> None:
         if self.positives not in POSITIVE_VIEWS:
             raise ValueError(f"views.positives must be one of {POSITIVE_VIEWS}, got {self.positives!r}")
+        if self.stream not in STREAMS:
+            raise ValueError(f"views.stream must be one of {STREAMS}, got {self.stream!r}")
+        if self.stream == "reference" and self.positives != "structured":
+            raise ValueError("views.stream 'reference' replays the published code, which draws only the four "
+                             f"structured positives; views.positives {self.positives!r} needs stream 'vectorized'")
         for name in ("light_keep", "heavy_keep", "pair_keep", "random_keep"):
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
@@ -152,6 +173,34 @@ def generate_masks(
     return ViewMasks(light, heavy, pair_a, pair_b, random_permutations(d, n, generator, device))
 
 
+def reference_masks(d: int, n: int, config: ViewConfig) -> ViewMasks:
+    """One epoch's masks drawn as the paper's published code draws them (stream ``reference``).
+
+    Consumes torch's global CPU generator: one int64 draw (the published
+    loop's ``DataLoader`` iterator takes its base seed so), then, feature by
+    feature, ``randperm(n)`` for the pair, the light mask, the heavy mask and
+    the negative. The masks keep the first positions of their permutation; m4
+    keeps the pair's first ``overlap`` positions and the ``keep - overlap``
+    after m3's ``keep``. Where those run out (``2 keep - overlap > n``, odd n
+    below 8) m3 and m4 already cover every position, so the published top-up
+    from unused positions adds none and m4 keeps fewer than ``keep``.
+    Returns CPU tensors.
+    """
+    torch.empty((), dtype=torch.int64).random_()
+    draws = [torch.randperm(n) for _ in range(4 * d)]
+    perms = torch.stack(draws).reshape(d, 4, n) if d else torch.empty((0, 4, n), dtype=torch.int64)
+    pair, light, heavy, negative = perms.unbind(1)
+    keep, overlap = pair_counts(n, config.pair_keep, config.pair_overlap)
+    pair_b = torch.cat([pair[:, :overlap], pair[:, keep:2 * keep - overlap]], dim=1)
+    return ViewMasks(
+        light=_mask_from_positions(light[:, :keep_count(n, config.light_keep)], d, n),
+        heavy=_mask_from_positions(heavy[:, :keep_count(n, config.heavy_keep)], d, n),
+        pair_a=_mask_from_positions(pair[:, :keep], d, n),
+        pair_b=_mask_from_positions(pair_b, d, n),
+        negative_order=negative.contiguous(),
+    )
+
+
 def apply_masks(A: torch.Tensor, masks: ViewMasks) -> Views:
     """The five views of ``A``: masked copies (zeros elsewhere) and the row-shuffled negative."""
     zero = A.new_zeros(())
@@ -172,7 +221,11 @@ def apply_masks(A: torch.Tensor, masks: ViewMasks) -> Views:
 def generate_views(A: torch.Tensor, config: ViewConfig, generator: torch.Generator) -> Views:
     """Draw the views of SPEC §2 (five, or two with ``positives="random"``) for the (d, n) anchor map ``A``.
 
-    ``generator`` must live on ``A.device``.
+    ``generator`` must live on ``A.device``; the ``reference`` stream ignores
+    it and draws from torch's global CPU generator (:func:`reference_masks`).
     """
     d, n = A.shape
+    if config.stream == "reference":
+        masks = reference_masks(d, n, config)
+        return apply_masks(A, ViewMasks(**{name: m.to(A.device) for name, m in masks.as_dict().items()}))
     return apply_masks(A, generate_masks(d, n, config, generator, A.device))

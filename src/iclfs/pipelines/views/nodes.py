@@ -6,11 +6,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from iclfs.core.views import ViewConfig, apply_masks, generate_masks, keep_count, pair_counts
+from iclfs.core.config import config_from_dict
+from iclfs.core.training import TrainingConfig, first_epoch_masks
+from iclfs.core.views import ViewConfig, apply_masks, keep_count, pair_counts
 
 
-def sample_views(inverted_data: np.ndarray, views: dict, seed: int) -> tuple[dict, pd.DataFrame]:
-    """Draw the views of the first training epoch, with the same generator and seed.
+def sample_views(inverted_data: np.ndarray, views: dict, training: dict, seed: int) -> tuple[dict, pd.DataFrame]:
+    """Draw the views of the first training epoch on CPU, as training draws them with this seed.
 
     Returns:
         view_sample: ``{view name: (d, n) array}`` plus the boolean masks.
@@ -20,9 +22,11 @@ def sample_views(inverted_data: np.ndarray, views: dict, seed: int) -> tuple[dic
     """
     A = torch.as_tensor(inverted_data, dtype=torch.float32)
     d, n = A.shape
-    config = ViewConfig(**views)
-    generator = torch.Generator(device="cpu").manual_seed(seed)
-    masks = generate_masks(d, n, config, generator, "cpu")
+    config = config_from_dict(ViewConfig, views, "views")
+    # Only the network's layer sizes matter here (its initialization comes
+    # before the reference stream's draws); device and precision are CPU's.
+    cpu = {**training, "device": "cpu", "precision": "fp32", "compile": None}
+    masks = first_epoch_masks(A, config_from_dict(TrainingConfig, cpu, "training"), config, seed)
     sample = {name: view.numpy() for name, view in apply_masks(A, masks).as_dict().items()}
     sample.update({f"{name}_mask": m.numpy() for name, m in masks.as_dict().items() if m.dtype == torch.bool})
 
