@@ -181,3 +181,59 @@ def test_a_variant_adds_its_own_runs(tmp_path, base_parameters):
     totals = text.split("## Total training time")[1]
     assert "| lgrc.enabled=false | cpu | fast | fp32 | 42 | 2 | 1 of 10 |" in totals and totals.count("| – |\n") == 1
     assert "| – (a variant) |" in text  # the paper's number is the full model's
+
+
+def test_a_reference_stream_run_is_the_full_model_and_exports_to_the_benchmark_table(tmp_path, base_parameters):
+    """views.stream changes only the random draws: the run is judged against the paper, and
+    --export-benchmark merges it into the pipeline's result table as 'ICLFS [reference stream]'."""
+    import pandas as pd
+
+    from iclfs.pipelines.benchmark.nodes import RESULT_COLUMNS
+
+    assert not full_run.is_variant("") and not full_run.is_variant('views.stream="reference"')
+    assert full_run.is_variant('lgrc.enabled=false,views.stream="reference"')
+    _tiny(tmp_path / "COIL20.mat")
+    conf = _conf(tmp_path, base_parameters)
+    output = tmp_path / "full_run.md"
+    common = ["--datasets", "COIL20", "--datasets-dir", str(tmp_path), "--device", "cpu", "--conf", str(conf),
+              "--output", str(output), "--notes", str(tmp_path / "absent.md"), "--schedules", "paper"]
+    full_run.main([*common, "--params", "views.stream=reference"])
+    full_run.main([*common, "--params", "lgrc.enabled=false,views.stream=reference",
+                   "--keep", str(output.with_suffix(".json"))])
+    text = output.read_text()
+    assert "| COIL20 (views.stream=\"reference\") | 30 x 40 | paper |" in text
+    assert text.count("| – (a variant) |") == 1  # only the ablation
+    totals = text.split("## Total training time")[1]
+    assert "| views.stream=\"reference\" | cpu | paper | fp32 | 42 | 2 | 1 of 10 |" in totals
+
+    bench = tmp_path / "benchmark"
+    bench.mkdir()
+    earlier = pd.DataFrame([{**dict.fromkeys(RESULT_COLUMNS, 0), "dataset": "COIL20", "method": "LS", "k": 5,
+                             "seed": 42, "versions": "v", "device": "cpu", "schedule": "none", "run_at": "t"}])
+    earlier.to_csv(bench / "COIL20.csv", index=False)
+    export = ["--render", str(output.with_suffix(".json")), "--export-benchmark", str(bench), "--conf", str(conf),
+              "--datasets", "COIL20", "--schedules", "paper", "--params", "views.stream=reference"]
+    full_run.main(export)
+    table = pd.read_csv(bench / "COIL20.csv")
+    assert list(table.columns) == RESULT_COLUMNS
+    assert sorted(set(table["method"])) == ["ICLFS [reference stream]", "LS"]  # the ablation run was not selected
+    iclfs = table[table["method"] == "ICLFS [reference stream]"].sort_values("k")
+    run = next(r for r in json.loads(output.with_suffix(".json").read_text())["runs"]
+               if r["params"] == 'views.stream="reference"')
+    assert iclfs["accuracy_mean"].tolist() == [row["accuracy_mean"] for row in run["rows"]]
+    assert set(iclfs["n_runs"]) == {3} and set(iclfs["schedule"]) == {"paper"} and set(iclfs["epochs"]) == {2}
+    assert iclfs["seconds"].iloc[0] == pytest.approx(run["training_seconds"])
+    full_run.main(export)  # a second export replaces the run's rows, adds none
+    assert len(pd.read_csv(bench / "COIL20.csv")) == len(table)
+
+
+def test_export_needs_a_json_and_a_matching_run(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        full_run.main(["--export-benchmark", str(tmp_path), "--conf", str(PROJECT_ROOT / "conf")])
+    assert "--export-benchmark reads the runs of --render JSON" in capsys.readouterr().err
+    (tmp_path / "r.json").write_text(json.dumps({"runs": []}))
+    with pytest.raises(SystemExit):
+        full_run.main(["--render", str(tmp_path / "r.json"), "--export-benchmark", str(tmp_path),
+                       "--conf", str(PROJECT_ROOT / "conf"), "--params", "views.stream=reference"])
+    assert "has no run of those datasets, schedules, seeds and --params 'views.stream=\"reference\"'" in \
+        capsys.readouterr().err

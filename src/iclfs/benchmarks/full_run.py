@@ -34,6 +34,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 import yaml
 
@@ -54,6 +55,9 @@ PARAMETER_SECTIONS = ("training", "views", "ranking", "laplacian", "lgrc", "eval
 # The key that says two runs measured the same thing: a later one replaces the earlier.
 RUN_KEY = ("dataset", "params", "schedule", "precision", "seed", "epochs", "device")
 TARGET_POINTS = 2.0  # conf/base/parameters_benchmark.yml, benchmark_report.target_points
+#: ``--params`` keys that change which random draws a run takes, not the method:
+#: a run that sets only these is the full model and is judged against the paper.
+SAME_METHOD_KEYS = frozenset({"views.stream"})
 
 
 def load_parameters(conf: str | Path = "conf", envs: tuple[str, ...] = ("base", "local")) -> dict:
@@ -103,6 +107,12 @@ def apply_params(parameters: dict, text: str | None) -> tuple[dict, str]:
         updated[section][key] = value
         pairs.append(f"{section}.{key}={json.dumps(value)}")
     return updated, ",".join(sorted(pairs))
+
+
+def is_variant(params: str) -> bool:
+    """Whether the ``--params`` overrides (:func:`apply_params`' canonical form) change the method
+    (an ablation, another score): any key outside :data:`SAME_METHOD_KEYS`."""
+    return any(item.partition("=")[0].strip() not in SAME_METHOD_KEYS for item in _split_params(params))
 
 
 def _split_params(text: str) -> list[str]:
@@ -207,6 +217,59 @@ def run_one(path: str | Path, dataset: str, parameters: dict, schedule: str, see
     }
 
 
+def benchmark_rows(run: dict, parameters: dict) -> pd.DataFrame:
+    """One run as rows of the ``benchmark`` pipeline's result table (``docs/benchmark/<dataset>.csv``).
+
+    The method is named as the pipeline names it (``ICLFS [reference stream]``)
+    from ``parameters`` (conf's) with the run's ``--params``, schedule and
+    precision; ``seconds`` is the training time and ``evaluation_seconds`` the
+    protocol's time spread evenly over the k.
+    """
+    # The pipeline package imports Kedro: this runs where the project is installed, not on a GPU box.
+    from iclfs.pipelines.benchmark.nodes import RESULT_COLUMNS, iclfs_variant
+
+    parameters, _ = apply_params(parameters, run.get("params", ""))
+    parameters["training"].update(schedule=run["schedule"], precision=run["precision"])
+    rows = pd.DataFrame(run["rows"])
+    rows["dataset"] = run["dataset"]
+    rows["method"] = iclfs_variant(parameters)
+    rows["n_runs"] = int(parameters["evaluation"]["n_runs"])
+    rows["seconds"] = run["training_seconds"]
+    rows["evaluation_seconds"] = run["evaluation_seconds"] / len(rows)
+    rows["seed"] = run["seed"]
+    rows["device"] = run["device"]
+    rows["schedule"] = run["schedule"]
+    rows["epochs"] = run["epochs"]
+    rows["run_at"] = datetime.strptime(run["run_at"], "%Y-%m-%d %H:%M UTC").strftime("%Y-%m-%dT%H:%M:%SZ")
+    rows["versions"] = f"iclfs={_project_version()} torch={run['torch']} (iclfs.benchmarks.full_run)"
+    return rows[RESULT_COLUMNS]
+
+
+def export_benchmark(runs: list[dict], parameters: dict, directory: str | Path) -> list[Path]:
+    """Merge ``runs`` into ``directory/<dataset>.csv`` as the pipeline's ``merge_results`` does:
+    a run's (method, seed) rows replace earlier ones, every other row stays. Returns the files written."""
+    from iclfs.pipelines.benchmark.nodes import merge_results
+
+    written = []
+    for dataset in sorted({run["dataset"] for run in runs}):
+        path = Path(directory) / f"{dataset}.csv"
+        table = pd.read_csv(path) if path.is_file() else None
+        for run in (r for r in runs if r["dataset"] == dataset):
+            table = merge_results(benchmark_rows(run, parameters), table)
+        table.to_csv(path, index=False)
+        written.append(path)
+    return written
+
+
+def _project_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("iclfs")
+    except PackageNotFoundError:  # run from a source tree (PYTHONPATH=src)
+        return "source"
+
+
 def merge_runs(previous: list[dict], new: list[dict]) -> list[dict]:
     """``previous`` with every run of ``new`` added, replacing one with the same :data:`RUN_KEY`."""
     by_key = {_run_key(run): run for run in previous}
@@ -293,8 +356,8 @@ def render(report: dict, notes: str = "") -> str:
     for r in runs:
         best = r["best"]
         # The paper's number is the full model's: a variant (--params) is not judged against it.
-        status, diff = (target_status(best["accuracy_mean"], r["dataset"], TARGET_POINTS) if not r.get("params")
-                        else ("– (a variant)", None))
+        status, diff = (("– (a variant)", None) if is_variant(r.get("params", ""))
+                        else target_status(best["accuracy_mean"], r["dataset"], TARGET_POINTS))
         paper = PAPER_RESULTS.get(r["dataset"], {}).get("ICLFS")
         lines.append(
             f"| {_name(r['dataset'], r.get('params', ''))} | {r['n']} x {r['d']} | {r['schedule']} | {r['precision']} | {r['seed']} | "
@@ -322,7 +385,7 @@ def render(report: dict, notes: str = "") -> str:
         steady = sum(r["epochs"] * r["median_epoch_seconds"] for r in group)
         met = sum(target_status(r["best"]["accuracy_mean"], r["dataset"], TARGET_POINTS)[0].startswith("met")
                   for r in group)
-        verdict = "–" if params else f"{met} of {len(group)}"
+        verdict = "–" if is_variant(params) else f"{met} of {len(group)}"
         lines.append(f"| {params or '–'} | {device} | {schedule} | {precision} | {seed} | {epochs} | "
                      f"{len(group)} of {len(DATASETS)} | "
                      f"{sum(r['training_seconds'] for r in group):.1f} | {steady:.1f} | {whole:.1f} | "
@@ -367,9 +430,27 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--notes", default="docs/full_run_notes.md",
                         help="hand-written analysis appended to the report, if the file exists")
     parser.add_argument("--render", metavar="JSON", help="run nothing: rewrite --output from this JSON and --notes")
+    parser.add_argument("--export-benchmark", metavar="DIR", help="with --render: run nothing, merge the JSON's "
+                        "runs of --datasets, --schedules, --seeds (default: all) and --params into DIR/<dataset>.csv, "
+                        "the benchmark pipeline's result tables (docs/benchmark), named as the pipeline names them")
     args = parser.parse_args(argv)
     output = Path(args.output)
     notes = Path(args.notes).read_text() if args.notes and Path(args.notes).is_file() else ""
+    if args.export_benchmark:
+        if not args.render:
+            parser.error("--export-benchmark reads the runs of --render JSON")
+        try:
+            parameters, params = apply_params(load_parameters(args.conf), args.params)
+        except ValueError as err:
+            parser.error(str(err))
+        runs = [r for r in json.loads(Path(args.render).read_text())["runs"]
+                if r["dataset"] in args.datasets and r["schedule"] in args.schedules
+                and r.get("params", "") == params and (args.seeds is None or r["seed"] in args.seeds)]
+        if not runs:
+            parser.error(f"{args.render} has no run of those datasets, schedules, seeds and --params {params!r}")
+        for path in export_benchmark(runs, parameters, args.export_benchmark):
+            print(f"wrote {path}")
+        return
     if args.render:
         output.write_text(render(json.loads(Path(args.render).read_text()), notes))
         print(f"wrote {output}")

@@ -34,8 +34,9 @@ def iclfs_variant(parameters: dict) -> str:
     ``ICLFS`` for the full model; the paper's ablation names otherwise: ``W`` +
     ``L`` (LGRC off), ``D`` (decorrelation off), ``A`` (attention off), ``R``
     (one random-masked view), e.g. ``ICLFS-WLD``. A score other than z-norm is
-    added in parentheses; a schedule other than ``paper``, and ``bf16``
-    precision, in brackets (``ICLFS [fast, bf16]``).
+    added in parentheses; a schedule other than ``paper``, ``bf16`` precision
+    and the published code's random draws (``views.stream: reference``) in
+    brackets (``ICLFS [fast, bf16]``, ``ICLFS [reference stream]``).
     """
     off = {
         "lgrc": not parameters["lgrc"].get("enabled", True),
@@ -53,6 +54,9 @@ def iclfs_variant(parameters: dict) -> str:
     # tf32 is fast's default on CUDA; bf16 is the opt-in that changes the network's arithmetic.
     if parameters["training"].get("precision", "auto") == "bf16":
         tags.append("bf16")
+    # The same method drawn from another random stream: its own row, never replacing the default stream's.
+    if parameters["views"].get("stream", "vectorized") == "reference":
+        tags.append("reference stream")
     return name + (f" [{', '.join(tags)}]" if tags else "")
 
 
