@@ -161,6 +161,26 @@ def test_views_pipeline_draws_the_first_training_epoch_views(fast_parameters):
     np.testing.assert_array_equal(catalog.load("view_sample")["heavy"], views.heavy.numpy())
 
 
+def test_views_pipeline_draws_the_reference_streams_first_epoch(fast_parameters):
+    """With views.stream reference the inspected views are those training draws after the network's init."""
+    from iclfs.core import training as training_module
+
+    A = np.random.default_rng(2).normal(size=(14, 9)).astype(np.float32)
+    fast_parameters["views"] = {**fast_parameters["views"], "stream": "reference"}
+    catalog = run_pipeline("views", fast_parameters, inverted_data=A)
+    drawn = []
+    original = training_module.generate_views
+    training_module.generate_views = lambda *args: drawn.append(original(*args)) or drawn[-1]
+    try:
+        training_module.train(A, training_module.TrainingConfig(**{**fast_parameters["training"], "epochs": 1,
+                                                                   "device": "cpu", "progress": False}),
+                              training_module.ViewConfig(**fast_parameters["views"]), seed=fast_parameters["seed"])
+    finally:
+        training_module.generate_views = original
+    np.testing.assert_array_equal(catalog.load("view_sample")["negative"], drawn[0].negative.numpy())
+    np.testing.assert_array_equal(catalog.load("view_sample")["pair_b"], drawn[0].pair_b.numpy())
+
+
 def test_evaluation_without_labels_skips_kmeans(tiny_table, fast_parameters):
     unlabeled = FeatureTable(X=tiny_table.X, feature_names=tiny_table.feature_names)
     catalog = run_pipeline("__default__", fast_parameters, raw_data=unlabeled)
@@ -196,6 +216,7 @@ def test_bad_input_fails_in_the_first_node_before_any_output(table, message, fas
         ("training", "compile", "fastest", "training.compile must be null or a torch.compile backend"),
         ("views", "heavy_keep", 1.5, r"views.heavy_keep must be in \(0, 1\]"),
         ("views", "light_keep", 0.0, r"views.light_keep must be in \(0, 1\]"),
+        ("views", "stream", "cuda", r"views.stream must be one of \('vectorized', 'reference'\), got 'cuda'"),
         ("lgrc", "quantile", 1.2, r"lgrc.quantile = 1.2 is invalid: expected a number in \[0, 1\]"),
         ("lgrc", "alpha", 0.5, "lgrc.alpha = 0.5 is invalid"),
         ("lgrc", "k_values", [], "lgrc.k_values"),

@@ -1,6 +1,7 @@
 """SPEC §2 — the five views of the inverted map, drawn fresh every epoch.
 
-Two random streams draw the same law:
+Two random streams draw the same law (but for m4 when n is 1, 3 or 7, see
+:func:`reference_masks`):
 
 ``vectorized`` (the default)
     All masks are built for every feature row at once from per-row random
@@ -181,9 +182,10 @@ def reference_masks(d: int, n: int, config: ViewConfig) -> ViewMasks:
     feature, ``randperm(n)`` for the pair, the light mask, the heavy mask and
     the negative. The masks keep the first positions of their permutation; m4
     keeps the pair's first ``overlap`` positions and the ``keep - overlap``
-    after m3's ``keep``. Where those run out (``2 keep - overlap > n``, odd n
-    below 8) m3 and m4 already cover every position, so the published top-up
-    from unused positions adds none and m4 keeps fewer than ``keep``.
+    after m3's ``keep``. Where those run out (``2 keep - overlap > n``: n = 1,
+    3 or 7) m3 and m4 already cover every position, so the published top-up
+    from unused positions adds none and m4 keeps fewer than ``keep`` (the
+    ``vectorized`` stream tops it up from m3's positions instead).
     Returns CPU tensors.
     """
     torch.empty((), dtype=torch.int64).random_()
