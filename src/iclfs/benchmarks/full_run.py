@@ -440,7 +440,8 @@ def main(argv: list[str] | None = None) -> None:
         if not args.render:
             parser.error("--export-benchmark reads the runs of --render JSON")
         try:
-            parameters, params = apply_params(load_parameters(args.conf), args.params)
+            parameters = load_parameters(args.conf)
+            params = apply_params(parameters, args.params)[1]  # canonical, as the runs record it
         except ValueError as err:
             parser.error(str(err))
         runs = [r for r in json.loads(Path(args.render).read_text())["runs"]
