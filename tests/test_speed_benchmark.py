@@ -134,7 +134,9 @@ def test_command_measures_both_schedules_and_a_sweep_on_a_tiny_file(tmp_path):
     # the fast worker measures its own matmul reference around its epochs; paper's needs none
     assert row["fast"]["matmul_gflops"] > 0 and row["paper"]["matmul_gflops"] is None
     assert f"| {row['fast']['matmul_gflops']:.1f} | " in text
-    assert "| fused | fp32 |" in text
+    # the InfoNCE block the fast worker used: the CPU default, which holds all 30 rows of this tiny map
+    assert row["fast"]["loss_chunk_size"] == 30 and row["paper"]["loss_chunk_size"] is None
+    assert "| fused | 30 | fp32 |" in text
 
 
 def test_command_refuses_a_cpu_precision_before_measuring(tmp_path, capsys):

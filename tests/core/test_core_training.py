@@ -193,11 +193,54 @@ def test_embed_restores_mode_and_is_eval():
         {"learning_rate": 0.0},
         {"weight_decay": -1.0},
         {"dropout": 1.0},
+        {"loss_chunk_size": 0},
+        {"loss_chunk_size": 2.5},
+        {"attention_chunk_size": -1},
     ],
 )
 def test_invalid_config_raises(kwargs):
     with pytest.raises(ValueError):
         TrainingConfig(**kwargs)
+
+
+def test_invalid_chunk_size_is_named():
+    with pytest.raises(ValueError, match=r"training.loss_chunk_size must be a positive integer or null, got 0"):
+        TrainingConfig(loss_chunk_size=0)
+
+
+@pytest.mark.parametrize(
+    ("setting", "d", "device", "expected"),
+    [
+        (None, 5966, "cpu", 2 * 2**20 // (4 * 5966)),  # 87 rows: about 2 MiB, cache-sized
+        (None, 500, "cpu", 500),  # 500 x 500 fits 2 MiB: one block
+        (None, 5966, "cuda", 5966),  # 136 MiB fits the 256 MiB budget: one block
+        (None, 10_000, "cuda", 256 * 2**20 // (4 * 10_000)),  # 6710 rows
+        (128, 5966, "cpu", 128),
+        (128, 5966, "cuda", 128),
+    ],
+)
+def test_loss_chunk_size_for(setting, d, device, expected):
+    assert TrainingConfig(loss_chunk_size=setting).loss_chunk_size_for(d, device) == expected
+
+
+def test_train_uses_and_reports_the_cpu_loss_block():
+    """With the default, fast training on CPU forms the InfoNCE logits in ~2 MiB
+    blocks: the same run, bit for bit, as naming that block size, and not the run
+    one block of all 800 rows gives (the order of the float additions differs)."""
+    d, n = 800, 10
+    A = np.random.default_rng(3).normal(size=(d, n)).astype(np.float32)
+    base = {"epochs": 2, "device": "cpu", "progress": False, "dropout": 0.0}
+    default = train(A, TrainingConfig(**base), seed=0)
+    rows = 2 * 2**20 // (4 * d)
+    assert default.loss_chunk_size == rows == 655
+    named = train(A, TrainingConfig(**base, loss_chunk_size=rows), seed=0)
+    whole = train(A, TrainingConfig(**base, loss_chunk_size=d), seed=0)
+    assert [r["loss"] for r in default.history] == [r["loss"] for r in named.history]
+    for key, value in default.model.state_dict().items():
+        assert torch.equal(value, named.model.state_dict()[key]), key
+    assert any(not torch.equal(value, whole.model.state_dict()[key])
+               for key, value in default.model.state_dict().items())
+    assert train(A, TrainingConfig(**{**base, "schedule": "paper", "epochs": 1}), seed=0).loss_chunk_size is None
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="only meaningful without CUDA")
@@ -247,6 +290,19 @@ def test_training_that_cannot_fit_is_refused_with_the_estimate_and_options():
                                                  r"but only 8\.0 GiB is available\. Options: training.schedule: fast"):
         check_memory(paper, torch.device("cpu"), 50_000, 200, regime, "paper", limit=8 * 2**30)
     check_memory(fast, torch.device("cpu"), 50_000, 200, regime, "fast", limit=8 * 2**30)  # fits: no error
+
+
+def test_memory_estimate_counts_the_loss_block_it_is_given():
+    from iclfs.core.model import select_regime
+    from iclfs.core.resources import estimate_training_memory
+
+    regime = select_regime(200)
+    d = 10_000
+    default = estimate_training_memory(d, 200, regime, "fast", "fused").work_bytes
+    small = estimate_training_memory(d, 200, regime, "fast", "fused", loss_chunk_size=52).work_bytes
+    assert default - small == 3 * (256 * 2**20 - 52 * d * 4)  # three blocks of logits alive at once
+    paper = estimate_training_memory(d, 200, regime, "paper", "reference", loss_chunk_size=52).work_bytes
+    assert paper == estimate_training_memory(d, 200, regime, "paper", "reference").work_bytes  # dense losses
 
 
 @pytest.mark.parametrize(("d", "kept"), [(3000, True), (50_000, False)])

@@ -102,6 +102,8 @@ def test_default_pipeline_end_to_end(tiny_table, fast_parameters):
     history = catalog.load("training_history")
     assert list(history["epoch"]) == [1, 2] and np.isfinite(history["loss"]).all()
     assert set(history["precision"]) == {"fp32"} and (history["threads"] >= 1).all()
+    # the choices "auto" made: fused attention below 1000 samples; one InfoNCE block holds all 40 rows on CPU
+    assert set(history["attention_kernel"]) == {"fused"} and set(history["loss_chunk_size"]) == {40}
     assert catalog.load("training_loss") == history["loss"].tolist()
     assert isinstance(catalog.load("model_state"), torch.nn.Module)
     embeddings = catalog.load("embeddings")

@@ -12,6 +12,20 @@ import torch.nn.functional as F
 
 from .attention import at_least_float32, auto_chunk_size
 
+#: Bytes of one block of InfoNCE logits when no block size is given, by device
+#: type. On CPU a block of about 2 MiB stays in cache through the half-dozen
+#: elementwise passes over it, and the loss runs 2-3x faster than with blocks
+#: of hundreds of MiB that stream through main memory each pass
+#: (``docs/performance_notes.md``); on CUDA large blocks mean fewer launches.
+LOSS_BLOCK_BYTES = {"cpu": 2 * 2**20}
+DEFAULT_LOSS_BLOCK_BYTES = 256 * 2**20
+
+
+def default_loss_chunk_size(rows: int, device: torch.device | str) -> int:
+    """Rows of the (rows x rows) InfoNCE logits formed at a time on ``device`` when none is set."""
+    budget = LOSS_BLOCK_BYTES.get(torch.device(device).type, DEFAULT_LOSS_BLOCK_BYTES)
+    return auto_chunk_size(rows, budget)
+
 
 def _unit_rows(*embeddings: torch.Tensor) -> list[torch.Tensor]:
     """Row-normalized copies, at least float32 (the ``^`` of SPEC §4)."""
@@ -85,10 +99,10 @@ def info_nce_with_negative(
         z_anchor, z_positive, z_negative: (d, d_z) embeddings (not yet normalized).
         temperature: tau.
         chunk_size: rows of the (d, d) logits formed at a time, in both passes;
-            None picks the largest block that fits a 256 MiB budget. The value
-            does not depend on it.
+            None picks :func:`default_loss_chunk_size` for the embeddings'
+            device. The value does not depend on it beyond float rounding.
     """
-    chunk = chunk_size or auto_chunk_size(z_anchor.shape[0])
+    chunk = chunk_size or default_loss_chunk_size(z_anchor.shape[0], z_anchor.device)
     with _full_precision(z_anchor):
         za, zp, zn = _unit_rows(z_anchor, z_positive, z_negative)
         return _InfoNCE.apply(za, zp, zn, float(temperature), int(chunk))

@@ -48,9 +48,14 @@ def parameter_count(n: int, regime: Regime, use_attention: bool = True) -> int:
 
 def estimate_training_memory(
     d: int, n: int, regime: Regime, schedule: str = "fast", attention_kernel: str = "fused",
-    use_attention: bool = True,
+    use_attention: bool = True, loss_chunk_size: int | None = None,
 ) -> MemoryEstimate:
-    """Peak bytes of one training epoch on a (d, n) map (float32)."""
+    """Peak bytes of one training epoch on a (d, n) map (float32).
+
+    ``loss_chunk_size`` is the rows of InfoNCE logits ``fast`` forms at a time
+    (:meth:`~iclfs.core.training.TrainingConfig.loss_chunk_size_for`); None
+    counts the largest default block, 256 MiB.
+    """
     per_forward = d * (
         (6 * n if use_attention else 0) + n + 4 * regime.d_e + 2 * regime.d_h + 6 * regime.d_p + 2 * regime.d_z
     )
@@ -70,7 +75,8 @@ def estimate_training_memory(
     if schedule == "paper":
         loss_work = 4 * d * (d + 1) * FLOAT  # dense logits, their softmax and grad, the Gram matrix
     else:
-        loss_work = 3 * min(BLOCK_BUDGET, d * d * FLOAT)
+        block = min(d, loss_chunk_size) * d * FLOAT if loss_chunk_size else min(BLOCK_BUDGET, d * d * FLOAT)
+        loss_work = 3 * block
     parameters = 4 * parameter_count(n, regime, use_attention) * FLOAT  # weights, grads, Adam m and v
     total = PROCESS_OVERHEAD + activations + attention_work + loss_work + parameters
     return MemoryEstimate(int(total), int(activations), int(attention_work + loss_work), int(parameters))

@@ -38,7 +38,13 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .losses import decorrelation_dense, decorrelation_loss, info_nce_dense, info_nce_with_negative
+from .losses import (
+    decorrelation_dense,
+    decorrelation_loss,
+    default_loss_chunk_size,
+    info_nce_dense,
+    info_nce_with_negative,
+)
 from .model import ATTENTION_KERNELS, ICLFSNetwork, Regime, select_regime
 from .resources import available_cpus, check_memory, estimate_training_memory
 from .views import ViewConfig, ViewMasks, Views, generate_masks, generate_views, reference_masks
@@ -106,6 +112,10 @@ class TrainingConfig:
             )
         if self.precision not in PRECISIONS:
             raise ValueError(f"training.precision must be one of {PRECISIONS}, got {self.precision!r}")
+        for name in ("attention_chunk_size", "loss_chunk_size"):
+            value = getattr(self, name)
+            if value is not None and (int(value) != value or value < 1):
+                raise ValueError(f"training.{name} must be a positive integer or null, got {value!r}")
         if self.num_threads is not None and (int(self.num_threads) != self.num_threads or self.num_threads < 1):
             raise ValueError(f"training.num_threads must be a positive integer or null, got {self.num_threads!r}")
         if self.compile is not None:
@@ -139,6 +149,12 @@ class TrainingConfig:
             return "chunked"
         return "fused"
 
+    def loss_chunk_size_for(self, n_features: int, device: torch.device | str = "cpu") -> int:
+        """Rows of the InfoNCE logits ``fast`` forms at a time: ``loss_chunk_size``, or by default
+        blocks of about 2 MiB on CPU (cache-sized) and 256 MiB elsewhere (see
+        :func:`iclfs.core.losses.default_loss_chunk_size`)."""
+        return int(self.loss_chunk_size or default_loss_chunk_size(n_features, device))
+
     def precision_for(self, device: torch.device | str = "cpu") -> str:
         """The precision (one of ``fp32``, ``tf32``, ``bf16``) a run on ``device`` uses; see :data:`PRECISIONS`."""
         if self.precision != "auto":
@@ -170,6 +186,7 @@ class TrainingResult:
     device: str
     precision: str = "fp32"  # the resolved precision (fp32, tf32 or bf16)
     threads: int = 1  # torch's intra-op threads during training
+    loss_chunk_size: int | None = None  # InfoNCE logits rows per block (fast); None for paper's dense losses
     history: list[dict] = field(default_factory=list)  # one row per epoch
     config: dict = field(default_factory=dict)
 
@@ -368,9 +385,10 @@ def train(
     anchor = torch.as_tensor(A, dtype=torch.float32, device=device)
     d, n = anchor.shape
     model, regime = build_model(n, config, device)
+    loss_chunk = config.loss_chunk_size_for(d, device)
     if config.check_memory:
         estimate = estimate_training_memory(d, n, regime, config.schedule, config.attention_kernel_for(n, device),
-                                            config.use_attention)
+                                            config.use_attention, loss_chunk)
         check_memory(estimate, device, d, n, regime, config.schedule)
     model.to(device).train()
     if config.compile:
@@ -391,7 +409,7 @@ def train(
             started = time.perf_counter()
             views = generate_views(anchor, view_config, generator)
             optimizer.zero_grad(set_to_none=True)
-            losses = step(model, anchor, views, config.temperature, lam, config.loss_chunk_size, forward_context)
+            losses = step(model, anchor, views, config.temperature, lam, loss_chunk, forward_context)
             optimizer.step()
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
@@ -400,7 +418,8 @@ def train(
             history.append({"epoch": epoch, **losses, "seconds": time.perf_counter() - started})
             bar.set_postfix(loss=f"{losses['loss']:.4f}")
     model.eval()
-    return TrainingResult(model, regime, str(device), precision, threads, history, asdict(config))
+    return TrainingResult(model, regime, str(device), precision, threads,
+                          loss_chunk if config.schedule == "fast" else None, history, asdict(config))
 
 
 def first_epoch_masks(A: np.ndarray | torch.Tensor, config: TrainingConfig | None = None,

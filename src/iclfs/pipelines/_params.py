@@ -80,5 +80,6 @@ def validate_for_data(parameters: dict[str, Any], n_samples: int, n_features: in
         regime = select_regime(n_samples, config.regime, config.regime_threshold)
         device = resolve_device(config.device)
         estimate = estimate_training_memory(n_features, n_samples, regime, config.schedule,
-                                            config.attention_kernel_for(n_samples, device), config.use_attention)
+                                            config.attention_kernel_for(n_samples, device), config.use_attention,
+                                            config.loss_chunk_size_for(n_features, device))
         check_memory(estimate, device, n_features, n_samples, regime, config.schedule)

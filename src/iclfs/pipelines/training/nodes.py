@@ -23,7 +23,8 @@ def train_model(
     Returns:
         model_state: the trained network (the catalog saves its state dict).
         training_history: one row per epoch (loss, contrastive, decorrelation,
-            seconds) plus the device, precision, thread count, regime and schedule used.
+            seconds) plus the device, precision, thread count, attention kernel,
+            InfoNCE block rows, regime and schedule used.
         embeddings: ``{"H": (d, d_h), "Z": (d, d_z)}`` of the anchor map in eval mode.
         training_loss: the per-epoch loss, for the MLflow metric history.
     """
@@ -35,6 +36,8 @@ def train_model(
     history["device"] = result.device
     history["precision"] = result.precision
     history["threads"] = result.threads
+    history["attention_kernel"] = result.model.attention.kernel if result.model.attention is not None else "none"
+    history["loss_chunk_size"] = result.loss_chunk_size  # empty for paper's dense losses
     history["regime"] = result.regime.name
     history["schedule"] = config.schedule
     return result.model.cpu(), history, {"H": h, "Z": z}, history["loss"].tolist()
