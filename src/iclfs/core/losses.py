@@ -14,9 +14,10 @@ from .attention import at_least_float32, auto_chunk_size
 
 #: Bytes of one block of InfoNCE logits when no block size is given, by device
 #: type. On CPU a block of about 2 MiB stays in cache through the half-dozen
-#: elementwise passes over it, and the loss runs 2-3x faster than with blocks
-#: of hundreds of MiB that stream through main memory each pass
-#: (``docs/performance_notes.md``); on CUDA large blocks mean fewer launches.
+#: elementwise passes over it, where blocks of hundreds of MiB stream through
+#: main memory on each pass (whole ``fast`` epochs: 12-13 % faster on arcene
+#: and Prostate_GE, ``docs/performance_notes.md``); on CUDA large blocks mean
+#: fewer kernel launches.
 LOSS_BLOCK_BYTES = {"cpu": 2 * 2**20}
 DEFAULT_LOSS_BLOCK_BYTES = 256 * 2**20
 
