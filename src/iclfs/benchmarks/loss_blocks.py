@@ -26,10 +26,9 @@ import torch
 
 from iclfs.core.attention import auto_chunk_size
 from iclfs.core.losses import DEFAULT_LOSS_BLOCK_BYTES
-from iclfs.core.training import STEPS, TrainingConfig, build_model, compute_settings, resolve_device
-from iclfs.core.views import ViewConfig, generate_views
+from iclfs.core.training import TrainingConfig, compute_settings, resolve_device
 
-from .speed import _inverted_map
+from .speed import _inverted_map, epoch_runner
 
 
 def alternate(source: str, rounds: int = 2, epochs_per_turn: int = 2, device_name: str = "cpu",
@@ -44,23 +43,14 @@ def alternate(source: str, rounds: int = 2, epochs_per_turn: int = 2, device_nam
     A = torch.as_tensor(_inverted_map(source), device=device)
     d, n = A.shape
     config = TrainingConfig(device=device_name, progress=False)
-    torch.manual_seed(seed)
-    model, regime = build_model(n, config, device)
-    model.to(device).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
-    generator = torch.Generator(device=device).manual_seed(seed)
+    _, _, run_epoch = epoch_runner(A, config, seed)
     blocks = {"default": config.loss_chunk_size_for(d, device),
               "256 MiB": auto_chunk_size(d, DEFAULT_LOSS_BLOCK_BYTES)}
     times: dict[str, list[float]] = {name: [] for name in blocks}
 
     def epoch(chunk: int) -> float:
         start = time.perf_counter()
-        views = generate_views(A, ViewConfig(), generator)
-        optimizer.zero_grad(set_to_none=True)
-        STEPS["fast"](model, A, views, config.temperature, regime.decorrelation_weight, chunk)
-        optimizer.step()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        run_epoch(chunk)
         return time.perf_counter() - start
 
     with compute_settings(device, config.precision_for(device), config.num_threads) as threads:

@@ -169,6 +169,32 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def epoch_runner(A: torch.Tensor, config: TrainingConfig, seed: int = 0):
+    """A fresh network, Adam and view generator on the (d, n) map ``A`` (on its device).
+
+    Returns ``(model, regime, run_epoch)``; ``run_epoch(loss_chunk_size)`` runs one
+    epoch of ``config.schedule`` as :func:`iclfs.core.training.train` does (views,
+    step, optimizer step, with the configured precision) and waits for the device.
+    """
+    device = A.device
+    forward_context = forward_context_for(device, config.precision_for(device))
+    torch.manual_seed(seed)
+    model, regime = build_model(A.shape[1], config, device)
+    model.to(device).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    step = STEPS[config.schedule]
+
+    def run_epoch(loss_chunk_size: int | None) -> None:
+        views = generate_views(A, ViewConfig(), generator)
+        optimizer.zero_grad(set_to_none=True)
+        step(model, A, views, config.temperature, regime.decorrelation_weight, loss_chunk_size, forward_context)
+        optimizer.step()
+        _sync(device)
+
+    return model, regime, run_epoch
+
+
 def worker(source: str, schedule: str, epochs: int, device_name: str, count_flops: bool,
            precision: str = "auto") -> dict:
     """Train ``epochs`` epochs and measure them, after one warm-up epoch.
@@ -186,21 +212,11 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
     rss_before = peak_rss_bytes()
     config = TrainingConfig(schedule=schedule, device=device_name, precision=precision, progress=False)
     precision = config.precision_for(device)
-    forward_context = forward_context_for(device, precision)
-    torch.manual_seed(0)
-    model, regime = build_model(n, config, device)
-    model.to(device).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
-    generator = torch.Generator(device=device).manual_seed(0)
-    step = STEPS[schedule]
+    model, regime, run_epoch = epoch_runner(A, config)
     loss_chunk = config.loss_chunk_size_for(d, device)
 
     def epoch() -> None:
-        views = generate_views(A, ViewConfig(), generator)
-        optimizer.zero_grad(set_to_none=True)
-        step(model, A, views, config.temperature, regime.decorrelation_weight, loss_chunk, forward_context)
-        optimizer.step()
-        _sync(device)
+        run_epoch(loss_chunk)
 
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
