@@ -221,6 +221,8 @@ def test_invalid_chunk_size_is_named():
 )
 def test_loss_chunk_size_for(setting, d, device, expected):
     assert TrainingConfig(loss_chunk_size=setting).loss_chunk_size_for(d, device) == expected
+    # paper's losses are dense: no block, whatever the setting
+    assert TrainingConfig(schedule="paper", loss_chunk_size=setting).loss_chunk_size_for(d, device) is None
 
 
 def test_train_uses_and_reports_the_cpu_loss_block():

@@ -256,7 +256,7 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
         "estimated_bytes": estimate_training_memory(d, n, regime, schedule, model.attention.kernel,
                                                     loss_chunk_size=loss_chunk).total_bytes,
         "attention_kernel": model.attention.kernel,  # the one that ran
-        "loss_chunk_size": loss_chunk if schedule == "fast" else None,
+        "loss_chunk_size": loss_chunk,
     }
     if device.type == "cuda":
         result["peak_cuda_bytes"] = torch.cuda.max_memory_allocated(device)

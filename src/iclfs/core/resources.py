@@ -19,10 +19,10 @@ from pathlib import Path
 import torch
 
 from .attention import auto_chunk_size, keeps_weights
+from .losses import DEFAULT_LOSS_BLOCK_BYTES
 from .model import Regime
 
 FLOAT = 4
-BLOCK_BUDGET = 256 * 2**20  # matches auto_chunk_size's default
 PROCESS_OVERHEAD = 600 * 2**20  # interpreter, torch, numpy, scipy, kedro
 
 
@@ -75,7 +75,8 @@ def estimate_training_memory(
     if schedule == "paper":
         loss_work = 4 * d * (d + 1) * FLOAT  # dense logits, their softmax and grad, the Gram matrix
     else:
-        block = min(d, loss_chunk_size) * d * FLOAT if loss_chunk_size else min(BLOCK_BUDGET, d * d * FLOAT)
+        block = (min(d, loss_chunk_size) * d * FLOAT if loss_chunk_size
+                 else min(DEFAULT_LOSS_BLOCK_BYTES, d * d * FLOAT))
         loss_work = 3 * block
     parameters = 4 * parameter_count(n, regime, use_attention) * FLOAT  # weights, grads, Adam m and v
     total = PROCESS_OVERHEAD + activations + attention_work + loss_work + parameters

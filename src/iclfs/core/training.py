@@ -149,10 +149,12 @@ class TrainingConfig:
             return "chunked"
         return "fused"
 
-    def loss_chunk_size_for(self, n_features: int, device: torch.device | str = "cpu") -> int:
+    def loss_chunk_size_for(self, n_features: int, device: torch.device | str = "cpu") -> int | None:
         """Rows of the InfoNCE logits ``fast`` forms at a time: ``loss_chunk_size``, or by default
         blocks of about 2 MiB on CPU (cache-sized) and 256 MiB elsewhere (see
-        :func:`iclfs.core.losses.default_loss_chunk_size`)."""
+        :func:`iclfs.core.losses.default_loss_chunk_size`). None for ``paper``, whose losses are dense."""
+        if self.schedule == "paper":
+            return None
         return int(self.loss_chunk_size or default_loss_chunk_size(n_features, device))
 
     def precision_for(self, device: torch.device | str = "cpu") -> str:
@@ -418,8 +420,7 @@ def train(
             history.append({"epoch": epoch, **losses, "seconds": time.perf_counter() - started})
             bar.set_postfix(loss=f"{losses['loss']:.4f}")
     model.eval()
-    return TrainingResult(model, regime, str(device), precision, threads,
-                          loss_chunk if config.schedule == "fast" else None, history, asdict(config))
+    return TrainingResult(model, regime, str(device), precision, threads, loss_chunk, history, asdict(config))
 
 
 def first_epoch_masks(A: np.ndarray | torch.Tensor, config: TrainingConfig | None = None,
