@@ -45,6 +45,6 @@ def fast_parameters(base_parameters) -> dict:
 @pytest.fixture
 def tiny_table():
     """40 samples x 40 features, 2 classes, 6 informative features."""
-    from iclfs.core.synthetic import make_synthetic
+    from iclfs.io.synthetic import make_synthetic
 
     return make_synthetic(n_samples=40, n_classes=2, n_informative=6, n_redundant=4, n_noise=30, seed=3)

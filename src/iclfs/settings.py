@@ -2,20 +2,18 @@
 
 from kedro.config import OmegaConfigLoader
 
-from iclfs.hooks import MlflowArtifactHook, MlflowPreflightHook, OutputPreflightHook
+from iclfs.pipelines.resolvers import data_source
+from iclfs.pipelines.hooks import MlflowArtifactHook, MlflowPreflightHook, OutputPreflightHook, ParameterCheckHook
 
-HOOKS = (MlflowPreflightHook(), OutputPreflightHook(), MlflowArtifactHook())
+HOOKS = (MlflowPreflightHook(), ParameterCheckHook(), OutputPreflightHook(), MlflowArtifactHook())
 
 CONFIG_LOADER_CLASS = OmegaConfigLoader
 CONFIG_LOADER_ARGS = {
     "base_env": "base",
     "default_run_env": "local",
-    # conf/local/parameters.yml may set one key of a section (lgrc.k_values)
+    # conf/local/parameters.yml may set one key of a section (selection.k_values)
     # without repeating the rest of it.
     "merge_strategy": {"parameters": "soft"},
+    # ${data_source:...} in catalog.yml: the run's data source, checked to be a safe folder name.
+    "custom_resolvers": {"data_source": data_source},
 }
-
-from iclfs.session import IclfsSession  # noqa: E402
-
-# Lets a benchmark run go on when some datasets' files are absent (src/iclfs/session.py).
-SESSION_CLASS = IclfsSession

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iclfs.benchmarks.paper import PAPER_RESULTS
-from iclfs.core.baselines import mcfs_ranking
+from iclfs.evaluation.paper import PAPER_RESULTS
+from iclfs.evaluation.baselines import mcfs_ranking
 from iclfs.pipelines.benchmark import BENCHMARK_DATASETS, create_baselines_pipeline, create_pipeline
 from iclfs.pipelines.benchmark.nodes import (
     RESULT_COLUMNS,

@@ -9,7 +9,7 @@ import torch
 from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 
-from iclfs.core.preprocessing import DataValidationError, FeatureTable
+from iclfs.method.preprocessing import DataValidationError, FeatureTable
 from iclfs.pipeline_registry import STAGES, register_pipelines
 
 MLFLOW_ONLY = {"training_loss", "evaluation_metrics"}
@@ -154,7 +154,7 @@ def test_views_pipeline_reports_exact_keep_counts(fast_parameters):
 
 def test_views_pipeline_draws_the_first_training_epoch_views(fast_parameters):
     """The inspected views come from the same generator and seed as training's first epoch."""
-    from iclfs.core.views import ViewConfig, generate_views
+    from iclfs.method.views import ViewConfig, generate_views
 
     A = np.random.default_rng(1).normal(size=(12, 10)).astype(np.float32)
     catalog = run_pipeline("views", fast_parameters, inverted_data=A)
@@ -165,7 +165,7 @@ def test_views_pipeline_draws_the_first_training_epoch_views(fast_parameters):
 
 def test_views_pipeline_draws_the_reference_streams_first_epoch(fast_parameters):
     """With views.stream reference the inspected views are those training draws after the network's init."""
-    from iclfs.core import training as training_module
+    from iclfs.method import training as training_module
 
     A = np.random.default_rng(2).normal(size=(14, 9)).astype(np.float32)
     fast_parameters["views"] = {**fast_parameters["views"], "stream": "reference"}

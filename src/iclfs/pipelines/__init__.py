@@ -1,1 +1,1 @@
-"""One Kedro pipeline per ICLFS stage; each node is a thin adapter over :mod:`iclfs.core`."""
+"""One Kedro pipeline per ICLFS stage; each node is a thin adapter over :mod:`iclfs.method`."""

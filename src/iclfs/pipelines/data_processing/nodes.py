@@ -1,35 +1,41 @@
-"""Load, validate, standardize and invert (SPEC §1)."""
+"""Load, validate, standardize and invert (docs/method.md §1)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from iclfs.core.preprocessing import FeatureTable, invert, prepare
+from iclfs.method import chain
+from iclfs.method.config import Settings
+from iclfs.method.preprocessing import FeatureTable, invert
 
-from .._params import validate_for_data, validate_parameters
 
+def prepare_data(raw_data: FeatureTable, training: dict, runtime: dict, laplacian: dict, selection: dict,
+                 consensus: dict) -> tuple[np.ndarray, dict, list[str], dict]:
+    """Validate the table, check the settings against its shape, then standardize.
 
-def prepare_data(raw_data: FeatureTable, parameters: dict) -> tuple[np.ndarray, dict, list[str], dict]:
-    """Validate the raw table and every parameter, then standardize.
+    Every check that needs the data (k against d, neighbours against n, the
+    memory one member needs) happens here, in the first node, so a bad input
+    stops the run before any artifact is written.
 
-    Every check of the run's input and parameters happens here, in the first
-    node, so a bad input or a typo stops the run before any artifact is written.
-
-    Returns:
-        standardized_data: (n_samples, n_features) float32 z-scores.
-        labels: ``{"classes": [...], "codes": [...]}``; both empty without labels.
-        feature_names: one name per column.
-        ground_truth: ``{"informative_features": [...] or None (synthetic data only),
-            "source": where the table was read from}``.
+    Returns
+    -------
+    standardized_data : ndarray of shape (n_samples, n_features), float32
+    labels : dict
+        ``{"classes": [...], "codes": [...]}``; both empty without labels.
+    feature_names : list of str
+    ground_truth : dict
+        ``source``, ``informative_features`` (synthetic data only, else None),
+        ``fingerprint`` (of the table, so later stages can refuse a changed
+        input) and the reader's metadata.
     """
-    validate_parameters(parameters)
-    prepared = prepare(raw_data, min_features=min(parameters["lgrc"]["k_values"]))
-    validate_for_data(parameters, *prepared.standardized.shape)
+    settings = Settings.from_parameters({"training": training, "runtime": runtime, "laplacian": laplacian,
+                                         "selection": selection, "consensus": consensus})
+    prepared = chain.prepare_data(raw_data, settings)
     labels = {"classes": [], "codes": []}
     if prepared.labels is not None:
         labels = {"classes": prepared.classes, "codes": prepared.labels.tolist()}
-    ground_truth = {"informative_features": prepared.informative_features, "source": raw_data.source,
-                    **raw_data.metadata}
+    ground_truth = {"source": raw_data.source, "informative_features": prepared.informative_features,
+                    "fingerprint": raw_data.fingerprint(), **raw_data.metadata}
     return prepared.standardized, labels, prepared.feature_names, ground_truth
 
 

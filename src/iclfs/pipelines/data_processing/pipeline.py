@@ -8,7 +8,8 @@ def create_pipeline(**kwargs) -> Pipeline:
         [
             Node(
                 prepare_data,
-                inputs=["raw_data", "parameters"],
+                inputs=["raw_data", "params:training", "params:runtime", "params:laplacian", "params:selection",
+                        "params:consensus"],
                 outputs=["standardized_data", "labels", "feature_names", "ground_truth"],
                 name="prepare_data",
             ),

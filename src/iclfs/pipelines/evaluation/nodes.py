@@ -1,4 +1,4 @@
-"""The k-means protocol on the selections, when labels exist (SPEC §8)."""
+"""The k-means protocol on the selections, when labels exist (docs/method.md §8)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from iclfs.core.evaluation import best_k, evaluate_selections, informative_recall
+from iclfs.evaluation.protocol import best_k, evaluate_selections, informative_recall
+from iclfs.method.config import EvaluationConfig
+from iclfs.pipelines.frames import selections as selections_of
 
 METRICS = ("accuracy_mean", "accuracy_std", "nmi_mean", "nmi_std", "informative_recall")
 
@@ -28,18 +30,12 @@ def evaluate_selection(
     Without labels the accuracy/NMI columns are absent (only k and the recall
     columns, if any, remain).
     """
-    selections = {int(k): group.sort_values("rank")["feature_index"].to_numpy()
-                  for k, group in selected_features.groupby("k")}
+    config = EvaluationConfig.from_dict(evaluation)
+    selections = selections_of(selected_features)
     informative = ground_truth.get("informative_features")
     if labels["codes"]:
-        rows = evaluate_selections(
-            standardized_data,
-            np.asarray(labels["codes"]),
-            selections,
-            n_runs=int(evaluation["n_runs"]),
-            seed=seed,
-            informative_features=informative,
-        )
+        rows = evaluate_selections(standardized_data, np.asarray(labels["codes"]), selections, n_runs=config.n_runs,
+                                   seed=seed, informative_features=informative)
         return pd.DataFrame(rows)
     table = pd.DataFrame({"k": sorted(selections)})
     if informative is not None:
@@ -52,17 +48,17 @@ def evaluate_selection(
 def summarize_evaluation(evaluation_table: pd.DataFrame) -> tuple[dict, dict]:
     """The best k by mean accuracy (ties: smaller k), and the MLflow metrics.
 
-    Returns:
-        evaluation_summary: ``{"labels": bool, "best_k": ..., ...}``.
-        evaluation_metrics: ``{metric: [{"value": v, "step": k}, ...]}`` with
-            ``best_*`` entries logged at step 0.
+    Returns
+    -------
+    evaluation_summary : dict
+        ``{"labels": bool, "best_k": ..., ...}``.
+    evaluation_metrics : dict
+        ``{metric: [{"value": v, "step": k}, ...]}`` with ``best_*`` entries logged at step 0.
     """
     if "accuracy_mean" not in evaluation_table:
         summary = {"labels": False, "best_k": None, "reason": "no labels: the k-means protocol was skipped"}
-        rows = []
     else:
-        rows = evaluation_table.to_dict("records")
-        best = best_k(rows)
+        best = best_k(evaluation_table.to_dict("records"))
         summary = {"labels": True, "best_k": int(best["k"]),
                    **{f"best_{m}": float(best[m]) for m in METRICS if m in best}}
     metrics = {

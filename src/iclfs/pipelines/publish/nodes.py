@@ -1,4 +1,4 @@
-"""Hand the selection to the next job: the named list, the reduced data, what changed."""
+"""Hand the selection to the next job: the k, the named list, the reduced data, what changed."""
 
 from __future__ import annotations
 
@@ -9,33 +9,82 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from iclfs.core.preprocessing import FeatureTable, as_numeric_matrix
-from iclfs.core.stability import compare_selections
+from iclfs.evaluation.stability import compare_selections
+from iclfs.method import chain
+from iclfs.method.config import SelectionConfig
+from iclfs.method.preprocessing import DataValidationError, FeatureTable, as_numeric_matrix
+from iclfs.pipelines.frames import frequencies, selections
 
 
-def feature_list(selected_features: pd.DataFrame, select: dict) -> pd.DataFrame:
-    """The selection for the production ``select.k``: rank, name, column index, score, Laplacian score."""
-    k = select["k"]
+def choose_k(selected_features: pd.DataFrame, feature_ranking: pd.DataFrame, selection: dict) -> tuple[dict, dict]:
+    """The k handed on: ``selection.k``, or with ``auto`` the largest k the members agree on.
+
+    Returns
+    -------
+    k_choice : dict
+        ``k``, ``reason`` (a sentence saying why) and, for ``auto``, the
+        members' ``agreement`` at every k.
+    selection_metrics : dict
+        MLflow metric ``selection.k``.
+    """
+    config = SelectionConfig.from_dict(selection)
+    chosen = selections(selected_features)
+    freq = frequencies(feature_ranking)
+    if config.k == "auto" and not freq:
+        raise ValueError("selection.k 'auto' needs a consensus (consensus.members 2 or more)")
+    k, reason = chain.choose(chosen, freq, config, len(feature_ranking))
+    choice = {"k": int(k), "reason": reason}
+    if config.k == "auto":
+        from iclfs.method.consensus import agreement
+
+        choice["agreement"] = {str(kk): agreement(freq[kk], chosen[kk], kk, len(feature_ranking)) for kk in chosen}
+    return choice, {"k": {"value": float(k), "step": 0}}
+
+
+def feature_list(selected_features: pd.DataFrame, k_choice: dict) -> pd.DataFrame:
+    """The selection at the chosen k: rank, feature name, column index, score, Laplacian score."""
+    k = int(k_choice["k"])
     chosen = selected_features[selected_features["k"] == k]
     if chosen.empty:
-        raise ValueError(f"select.k = {k} is not one of lgrc.k_values {sorted(selected_features['k'].unique())}")
-    return chosen[["rank", "feature_name", "feature_index", "score", "laplacian_score"]].reset_index(drop=True)
+        raise ValueError(f"k = {k} was not selected; selected k: {sorted(selected_features['k'].unique())}")
+    columns = ["rank", "feature_name", "feature_index", "score", "laplacian_score"]
+    columns += ["member_frequency"] if "member_frequency" in chosen else []
+    return chosen[columns].reset_index(drop=True)
 
 
-def reduce_data(raw_data: FeatureTable, selected_feature_list: pd.DataFrame) -> pd.DataFrame:
-    """The input table restricted to the selected columns (original values, names kept, best first)."""
+def reduce_data(raw_data: FeatureTable, selected_feature_list: pd.DataFrame, ground_truth: dict) -> pd.DataFrame:
+    """The input table restricted to the selected columns: original values, names kept, best first.
+
+    The sample id column, when the input has one, comes first, so the table
+    joins back to anything keyed by sample. The input is read again here and
+    must be the table ``prepare_data`` read (same fingerprint): a file
+    replaced during the run is refused rather than mixed with a selection
+    made from the old one.
+    """
+    expected = ground_truth.get("fingerprint")
+    if expected is not None and raw_data.fingerprint() != expected:
+        raise DataValidationError(
+            f"{raw_data.source}: the input changed while this run was training (its values, feature names or "
+            "sample ids differ from what prepare_data read), so the selection no longer matches it. "
+            "Run again on the new file.")
     X = as_numeric_matrix(raw_data.X, raw_data.source)
     columns = selected_feature_list["feature_index"].to_numpy()
-    return pd.DataFrame(X[:, columns], columns=selected_feature_list["feature_name"].tolist())
+    reduced = pd.DataFrame(X[:, columns], columns=selected_feature_list["feature_name"].tolist())
+    if raw_data.sample_ids is not None:
+        reduced.insert(0, raw_data.sample_id_name or "sample_id", list(raw_data.sample_ids))
+    return reduced
 
 
 def compare_with_previous(selected_features: pd.DataFrame, previous_selected_features: pd.DataFrame) -> tuple[dict, dict]:
     """Per k: Jaccard overlap, rank correlation, entered and left features against the previous run.
 
-    Returns:
-        selection_stability: ``{"previous_version": ..., "per_k": {k: {...}}}``,
-            or ``{"previous_version": None, "message": ...}`` on the first run.
-        stability_metrics: MLflow metrics (Jaccard and rank correlation, step = k).
+    Returns
+    -------
+    selection_stability : dict
+        ``{"previous_version": ..., "per_k": {k: {...}}}``, or
+        ``{"previous_version": None, "message": ...}`` on the first run.
+    stability_metrics : dict
+        MLflow metrics (Jaccard and rank correlation, step = k).
     """
     if previous_selected_features.empty:
         return {"previous_version": None, "message": "first run for this data source: nothing to compare"}, {}

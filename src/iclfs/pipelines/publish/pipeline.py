@@ -1,14 +1,16 @@
 from kedro.pipeline import Node, Pipeline
 
-from .nodes import compare_with_previous, feature_list, plot_score_distribution, reduce_data
+from .nodes import choose_k, compare_with_previous, feature_list, plot_score_distribution, reduce_data
 
 
 def create_pipeline(**kwargs) -> Pipeline:
     return Pipeline(
         [
-            Node(feature_list, inputs=["selected_features", "params:select"], outputs="selected_feature_list",
+            Node(choose_k, inputs=["selected_features", "feature_ranking", "params:selection"],
+                 outputs=["k_choice", "selection_metrics"], name="choose_k"),
+            Node(feature_list, inputs=["selected_features", "k_choice"], outputs="selected_feature_list",
                  name="feature_list"),
-            Node(reduce_data, inputs=["raw_data", "selected_feature_list"], outputs="reduced_data",
+            Node(reduce_data, inputs=["raw_data", "selected_feature_list", "ground_truth"], outputs="reduced_data",
                  name="reduce_data"),
             Node(compare_with_previous, inputs=["selected_features", "previous_selected_features"],
                  outputs=["selection_stability", "stability_metrics"], name="compare_with_previous"),

@@ -1,35 +1,50 @@
-"""Feature scores and the ranking (SPEC §5)."""
+"""One ranking from the members' scores (docs/method.md §5, docs/consensus.md)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from iclfs.core.scores import SCORE_NAMES, feature_scores, rank_features
+from iclfs.method import chain
+from iclfs.method.config import ConsensusConfig, RankingConfig, SelectionConfig
+from iclfs.method.scores import rank_positions
+from iclfs.pipelines.frames import laplacian_vector
 
 
-def score_features(embeddings: dict[str, np.ndarray], feature_names: list[str]) -> pd.DataFrame:
-    """Every score of SPEC §5, one row per feature (in column order)."""
-    scores = feature_scores(embeddings["H"], embeddings["Z"])
-    table = pd.DataFrame({"feature_index": np.arange(len(feature_names)), "feature_name": feature_names})
-    for name in SCORE_NAMES:
-        table[name] = scores[name]
-    return table
+def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str], laplacian_scores: pd.DataFrame,
+                  ranking: dict, consensus: dict, selection: dict) -> tuple[pd.DataFrame, dict]:
+    """Features best first, by the consensus of the members' ``ranking.score``.
 
-
-def rank_by_score(feature_scores: pd.DataFrame, ranking: dict) -> pd.DataFrame:
-    """Features by descending ``ranking.score`` (ties by index), with rank 1 the best."""
-    score = ranking["score"]
-    if score not in SCORE_NAMES:
-        raise ValueError(f"ranking.score must be one of {SCORE_NAMES}, got {score!r}")
-    order = rank_features(feature_scores[score].to_numpy())
-    ranked = feature_scores.iloc[order]
-    return pd.DataFrame(
-        {
-            "rank": np.arange(1, len(order) + 1),
-            "feature_index": ranked["feature_index"].to_numpy(),
-            "feature_name": ranked["feature_name"].to_numpy(),
-            "score": ranked[score].to_numpy(),
-            "score_name": score,
-        }
-    )
+    Returns
+    -------
+    feature_ranking : DataFrame
+        One row per feature, best first: ``rank`` (1 = best), ``feature_index``,
+        ``feature_name``, ``score`` (what orders them), ``score_name``; with
+        two members or more also ``member_<i>_rank`` (each member's rank of the
+        feature) and ``top_<k>_frequency`` (the fraction of the members whose
+        first k include it, for every k of the grid).
+    consensus_metrics : dict
+        MLflow metrics: ``member_jaccard`` (mean pairwise Jaccard of the
+        members' first k, step k); empty with one member.
+    """
+    ranking_config = RankingConfig.from_dict(ranking)
+    grid = chain.k_values_for(SelectionConfig.from_dict(selection), len(feature_names))
+    scores = np.asarray(member_scores[ranking_config.score])
+    ranked = chain.rank(scores, ranking_config, ConsensusConfig.from_dict(consensus),
+                        laplacian_vector(laplacian_scores), grid)
+    order = ranked.ranking
+    table = pd.DataFrame({
+        "rank": np.arange(1, len(order) + 1),
+        "feature_index": order,
+        "feature_name": np.asarray(feature_names, dtype=object)[order],
+        "score": ranked.scores[order],
+        "score_name": ranking_config.score if len(scores) == 1 else f"consensus of {ranking_config.score}",
+    })
+    metrics: dict = {}
+    if len(scores) > 1:
+        for i, member_ranking in enumerate(ranked.member_rankings):
+            table[f"member_{i}_rank"] = rank_positions(member_ranking)[order]
+        for k in grid:
+            table[f"top_{k}_frequency"] = ranked.frequency[k][order]
+        metrics["member_jaccard"] = [{"value": float(ranked.member_jaccard[k]), "step": int(k)} for k in grid]
+    return table, metrics

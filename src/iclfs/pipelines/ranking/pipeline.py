@@ -1,14 +1,14 @@
 from kedro.pipeline import Node, Pipeline
 
-from .nodes import rank_by_score, score_features
+from .nodes import rank_features
 
 
 def create_pipeline(**kwargs) -> Pipeline:
     return Pipeline(
         [
-            Node(score_features, inputs=["embeddings", "feature_names"], outputs="feature_scores",
-                 name="score_features"),
-            Node(rank_by_score, inputs=["feature_scores", "params:ranking"], outputs="feature_ranking",
-                 name="rank_features"),
+            Node(rank_features,
+                 inputs=["member_scores", "feature_names", "laplacian_scores", "params:ranking", "params:consensus",
+                         "params:selection"],
+                 outputs=["feature_ranking", "consensus_metrics"], name="rank_features"),
         ]
     )

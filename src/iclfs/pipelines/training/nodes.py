@@ -1,4 +1,4 @@
-"""Train the network and embed the anchor map (SPEC §3-4)."""
+"""Train the members and score every feature (docs/method.md §3-5, docs/consensus.md)."""
 
 from __future__ import annotations
 
@@ -8,49 +8,67 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from torch import nn
 
-from iclfs.core.config import config_from_dict
-from iclfs.core.training import TrainingConfig, embed, train
-from iclfs.core.views import ViewConfig
+from iclfs.method.config import SCORE_NAMES, ConsensusConfig, RuntimeConfig, TrainingConfig, ViewConfig
+from iclfs.method.consensus import state_dicts, train_members as train_all
 
 
-def train_model(
-    inverted_data: np.ndarray, training: dict, views: dict, seed: int
-) -> tuple[nn.Module, pd.DataFrame, dict[str, np.ndarray], list[float]]:
-    """Train on the (d, n) inverted map.
+def train_members(inverted_data: np.ndarray, training: dict, views: dict, runtime: dict, consensus: dict,
+                  seed: int) -> tuple[dict, pd.DataFrame, dict[str, np.ndarray], list[float]]:
+    """Train every member on the (d, n) inverted map and score the features with each.
 
-    Returns:
-        model_state: the trained network (the catalog saves its state dict).
-        training_history: one row per epoch (loss, contrastive, decorrelation,
-            seconds) plus the device, precision, thread count, attention kernel,
-            InfoNCE block rows, regime and schedule used.
-        embeddings: ``{"H": (d, d_h), "Z": (d, d_z)}`` of the anchor map in eval mode.
-        training_loss: the per-epoch loss, for the MLflow metric history.
+    Returns
+    -------
+    model_state : dict
+        The trained weights: one state dict, or ``{"member_<i>": state_dict}``.
+    training_history : DataFrame
+        One row per member and epoch (loss, its terms, seconds) with the
+        member's seed and samples, and the device, precision, thread count,
+        attention kernel, InfoNCE block rows, regime and schedule used. CPU
+        results are bit-identical at the same seed and thread count.
+    member_scores : dict of str to ndarray of shape (members, d)
+        Every score of method.md §5 by each member, and ``seed`` (members,).
+    training_loss : list of float
+        Every epoch's loss, member after member, for the MLflow metric history.
     """
-    config = config_from_dict(TrainingConfig, training, "training")
-    view_config = config_from_dict(ViewConfig, views, "views")
-    result = train(inverted_data, config, view_config, seed=seed)
-    h, z = embed(result.model, inverted_data)
-    history = pd.DataFrame(result.history)
-    history["device"] = result.device
-    history["precision"] = result.precision
-    history["threads"] = result.threads
-    history["attention_kernel"] = result.model.attention.kernel if result.model.attention is not None else "none"
-    history["loss_chunk_size"] = result.loss_chunk_size  # empty for paper's dense losses
-    history["regime"] = result.regime.name
-    history["schedule"] = config.schedule
-    return result.model.cpu(), history, {"H": h, "Z": z}, history["loss"].tolist()
+    training_config = TrainingConfig.from_dict(training)
+    members = train_all(inverted_data, training_config, ViewConfig.from_dict(views), RuntimeConfig.from_dict(runtime),
+                        ConsensusConfig.from_dict(consensus), seed)
+    frames = []
+    for member in members:
+        result = member.result
+        frame = pd.DataFrame(result.history)
+        frame.insert(0, "member", member.plan.index)
+        frame["member_seed"] = member.plan.seed
+        frame["member_seconds"] = member.seconds  # wall time: building, every epoch, scoring
+        frame["n_samples"] = inverted_data.shape[1] if member.plan.samples is None else len(member.plan.samples)
+        frame["device"] = result.device
+        frame["precision"] = result.precision
+        frame["threads"] = result.threads
+        frame["attention_kernel"] = result.attention_kernel
+        frame["loss_block_rows"] = result.loss_block_rows  # empty for paper's dense losses
+        frame["regime"] = result.regime.name
+        frame["schedule"] = training_config.schedule
+        frames.append(frame)
+    history = pd.concat(frames, ignore_index=True)
+    scores = {name: np.array([m.scores[name] for m in members]) for name in SCORE_NAMES}
+    scores["seed"] = np.array([m.plan.seed for m in members], dtype=np.int64)
+    return state_dicts(members), history, scores, history["loss"].tolist()
 
 
 def plot_training_history(training_history: pd.DataFrame) -> plt.Figure:
-    """Loss per epoch, total and its two terms."""
+    """Loss per epoch and its two terms; one line per member."""
     fig, ax = plt.subplots(figsize=(6, 4))
-    for column in ("loss", "contrastive", "decorrelation"):
-        ax.plot(training_history["epoch"], training_history[column], label=column)
+    members = training_history["member"].nunique()
+    for member, group in training_history.groupby("member"):
+        label = (lambda name: name) if member == 0 else (lambda name: None)
+        alpha = 1.0 if members == 1 else 0.6
+        for column, colour in (("loss", "C0"), ("contrastive", "C1"), ("decorrelation", "C2")):
+            ax.plot(group["epoch"], group[column], color=colour, alpha=alpha, label=label(column))
     ax.set_xlabel("epoch")
     ax.set_ylabel("value")
-    ax.set_title(f"ICLFS training ({training_history['schedule'].iloc[0]}, {training_history['device'].iloc[0]})")
+    title = f"ICLFS training ({training_history['schedule'].iloc[0]}, {training_history['device'].iloc[0]}"
+    ax.set_title(title + (f", {members} members)" if members > 1 else ")"))
     ax.legend()
     fig.tight_layout()
     return fig

@@ -1,4 +1,4 @@
-"""One epoch's views, for inspection (SPEC §2)."""
+"""One epoch's views, for inspection (docs/method.md §2)."""
 
 from __future__ import annotations
 
@@ -6,27 +6,34 @@ import numpy as np
 import pandas as pd
 import torch
 
-from iclfs.core.config import config_from_dict
-from iclfs.core.training import TrainingConfig, first_epoch_masks
-from iclfs.core.views import ViewConfig, apply_masks, keep_count, pair_counts
+from iclfs.method.config import ConsensusConfig, TrainingConfig, ViewConfig
+from iclfs.method.consensus import member_settings, plan_members
+from iclfs.method.training import first_epoch_masks
+from iclfs.method.views import apply_masks, keep_count, pair_counts
 
 
-def sample_views(inverted_data: np.ndarray, views: dict, training: dict, seed: int) -> tuple[dict, pd.DataFrame]:
-    """Draw the views of the first training epoch on CPU, as training draws them with this seed.
+def sample_views(inverted_data: np.ndarray, views: dict, training: dict, consensus: dict,
+                 seed: int) -> tuple[dict, pd.DataFrame]:
+    """Draw the views of the first member's first epoch on CPU, as training draws them.
 
-    Returns:
-        view_sample: ``{view name: (d, n) array}`` plus the boolean masks.
-        view_statistics: one row per view: kept positions per row (min, mean,
-            max), the expected count, and for the complementary pair the shared
-            positions per row.
+    Returns
+    -------
+    view_sample : dict of str to ndarray of shape (d, n_member)
+        Every view, plus the boolean masks (``<view>_mask``).
+    view_statistics : DataFrame
+        One row per view: kept positions per row (min, mean, max), the
+        expected count, and for the complementary pair the shared positions per row.
     """
-    A = torch.as_tensor(inverted_data, dtype=torch.float32)
+    consensus_config = ConsensusConfig.from_dict(consensus)
+    member = plan_members(inverted_data.shape[1], consensus_config, seed)[0]
+    member_training, _ = member_settings(inverted_data.shape[1], TrainingConfig.from_dict(training), consensus_config)
+    A = torch.as_tensor(inverted_data if member.samples is None else inverted_data[:, member.samples],
+                        dtype=torch.float32)
     d, n = A.shape
-    config = config_from_dict(ViewConfig, views, "views")
-    # Only the network's layer sizes matter here (its initialization comes
-    # before the reference stream's draws); device and precision are CPU's.
-    cpu = {**training, "device": "cpu", "precision": "fp32", "compile": None}
-    masks = first_epoch_masks(A, config_from_dict(TrainingConfig, cpu, "training"), config, seed)
+    config = ViewConfig.from_dict(views)
+    # Only the network's layer sizes matter here: its initialization comes
+    # before the published stream's draws.
+    masks = first_epoch_masks(A, member_training, config, member.seed)
     sample = {name: view.numpy() for name, view in apply_masks(A, masks).as_dict().items()}
     sample.update({f"{name}_mask": m.numpy() for name, m in masks.as_dict().items() if m.dtype == torch.bool})
 

@@ -1,0 +1,245 @@
+"""The benchmark grid without Kedro: datasets x methods x seeds, one result file per cell.
+
+    python -m iclfs.apps.benchmark run --datasets COIL20 Isolet --seeds 42 43 44
+    python -m iclfs.apps.benchmark run --datasets COIL20 --seeds 42 --set consensus.members=1
+    python -m iclfs.apps.benchmark run --datasets COIL20 --seeds 42 --baselines-only
+    python -m iclfs.apps.benchmark report
+
+``run`` computes every cell that is not there yet (``--force`` recomputes):
+ICLFS with the default settings, or those changed with ``--set`` (Kedro's
+``--params`` syntax), and the baselines, each cell written whole or not at
+all to ``<cells>/<dataset>/<method slug>/seed_<seed>.csv``
+(:mod:`iclfs.evaluation.benchmark`). Cells run one after another, or on Dask
+with ``--workers N`` (a ``LocalCluster`` on this machine) or
+``--scheduler tcp://host:8786`` (a running cluster). A cell killed half-way
+leaves no file, so running the same command again computes exactly the
+missing cells. It needs only the numeric stack and the source tree
+(``PYTHONPATH=src``), so it also runs on a GPU machine without Kedro
+(``--set runtime.device=cuda``).
+
+``report`` gathers the cells of ``--cells`` (the working cells first, the
+published ones under them), publishes them under ``docs/reports/benchmark/cells``
+and writes ``docs/reports/benchmark.md`` and its figures, as ``kedro run
+--pipeline benchmark_report`` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from iclfs.evaluation.benchmark import (
+    BASELINE_NAMES,
+    baseline_selections,
+    cell_key,
+    evaluate_cell,
+    gather,
+    method_name,
+)
+from iclfs.evaluation.paper import PAPER_DATASETS, VALIDATION_DATASETS
+from iclfs.evaluation.report import build_report, figure, spec_for
+from iclfs.io.tables import read_feature_table
+from iclfs.method import chain
+from iclfs.method.config import Settings, canonical, parse_overrides
+from iclfs.method.consensus import total_seconds
+from iclfs.method.laplacian import laplacian_scores
+
+DATASETS = PAPER_DATASETS + VALIDATION_DATASETS
+DATA_DIRS = ("../shared/datasets", "../shared/validation")
+CELLS = "data/08_reporting/benchmark/cells"
+PUBLISHED = "docs/reports/benchmark"
+BASELINE_OPTIONS = {"mcfs": {"n_neighbors": 5}, "ndfs": {"n_neighbors": 5, "alpha": 1.0, "beta": 1.0,
+                                                          "gamma": 1.0e8, "max_iter": 50}}
+
+
+def find_dataset(name: str, data_dirs: Sequence[str | Path]) -> Path:
+    """``<dir>/<name>.mat`` in the first of ``data_dirs`` that has it."""
+    for directory in data_dirs:
+        path = Path(directory) / f"{name}.mat"
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"{name}.mat is in none of {', '.join(map(str, data_dirs))}")
+
+
+def write_cell(cells: Path, key: str, table: pd.DataFrame) -> Path:
+    """Write one cell whole or not at all: a temporary file in the same folder, renamed when complete."""
+    path = cells / f"{key}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w") as out:
+            table.to_csv(out, index=False)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+@dataclass(frozen=True)
+class Job:
+    """One dataset at one seed: its ICLFS cell and/or its baseline cells."""
+
+    dataset: str
+    path: str
+    seed: int
+    overrides: str  # --set, canonical
+    iclfs: bool
+    baselines: tuple[str, ...]
+
+
+def run_job(job: Job, cells: str) -> list[str]:
+    """Compute and write the cells of ``job`` that are missing. Returns the keys written."""
+    settings = Settings().with_overrides(job.overrides).with_overrides(f"seed={job.seed},runtime.progress=false")
+    table = read_feature_table(job.path)
+    written = []
+    if job.iclfs:
+        result = chain.run(table, settings)
+        prepared, laplacian = result.prepared, result.laplacian_scores
+    else:
+        prepared = chain.prepare_data(table, settings)
+        laplacian = laplacian_scores(prepared.standardized, n_neighbors=settings.laplacian.n_neighbors)
+    if prepared.labels is None:
+        raise ValueError(f"{job.path}: no labels under key 'Y'; the k-means protocol needs class labels")
+    X, codes = prepared.standardized, prepared.labels
+    n_runs = settings.evaluation.n_runs
+    if job.iclfs:
+        method = method_name(settings)
+        epochs = sum(len(m.result.history) for m in result.members)
+        cell = evaluate_cell(X, codes, result.selections, dataset=job.dataset, method=method, seed=job.seed,
+                             n_runs=n_runs, seconds=total_seconds(result.members),
+                             device=result.members[0].result.device,
+                             schedule=settings.training.schedule, epochs=epochs)
+        written.append(str(write_cell(Path(cells), cell_key(job.dataset, method, job.seed), cell)))
+    if job.baselines:
+        grid = chain.k_values_for(settings.selection, X.shape[1])
+        for name, (selections, spent) in baseline_selections(
+                X, codes, laplacian, job.baselines, BASELINE_OPTIONS, grid, job.seed).items():
+            cell = evaluate_cell(X, codes, selections, dataset=job.dataset, method=name, seed=job.seed,
+                                 n_runs=n_runs, seconds=spent)
+            written.append(str(write_cell(Path(cells), cell_key(job.dataset, name, job.seed), cell)))
+    return written
+
+
+def plan(datasets: Sequence[str], seeds: Sequence[int], overrides: str, data_dirs: Sequence[str], cells: Path,
+         iclfs: bool, baselines: Sequence[str], force: bool) -> list[Job]:
+    """The jobs whose cells are missing (all of them with ``force``)."""
+    settings = Settings().with_overrides(overrides)
+    method = method_name(settings)
+    jobs = []
+    for dataset in datasets:
+        path = str(find_dataset(dataset, data_dirs))
+        for seed in seeds:
+            todo_iclfs = iclfs and (force or not (cells / f"{cell_key(dataset, method, seed)}.csv").exists())
+            todo_baselines = tuple(key for key in baselines if force or not (
+                cells / f"{cell_key(dataset, BASELINE_NAMES[key], seed)}.csv").exists())
+            if todo_iclfs or todo_baselines:
+                jobs.append(Job(dataset, path, int(seed), overrides, todo_iclfs, todo_baselines))
+    return jobs
+
+
+def execute(jobs: Sequence[Job], cells: Path, workers: int | None = None, scheduler: str | None = None) -> None:
+    """Run the jobs in turn, or as Dask tasks on a ``LocalCluster`` of ``workers`` or at ``scheduler``."""
+    if not workers and not scheduler:
+        for job in jobs:
+            for path in run_job(job, str(cells)):
+                print(f"wrote {path}", flush=True)
+        return
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    cluster = None if scheduler else LocalCluster(n_workers=workers, threads_per_worker=1, processes=True)
+    with Client(scheduler or cluster) as client:
+        futures = [client.submit(run_job, job, str(cells), pure=False, retries=1,
+                                 key=f"cell-{job.dataset}-{job.seed}-{i}") for i, job in enumerate(jobs)]
+        for future in as_completed(futures):
+            for path in future.result():
+                print(f"wrote {path}", flush=True)
+    if cluster is not None:
+        cluster.close()
+
+
+def read_cells(*folders: str | Path) -> dict[str, pd.DataFrame]:
+    """Every cell file under the folders, ``{cell key: table}``; an earlier folder's cell wins."""
+    found: dict[str, pd.DataFrame] = {}
+    for folder in folders:
+        folder = Path(folder)
+        for path in sorted(folder.glob("*/*/seed_*.csv")):
+            found.setdefault(str(path.relative_to(folder).with_suffix("")), pd.read_csv(path, keep_default_na=False,
+                                                                                    na_values=[""]))
+    return found
+
+
+def publish(cells: dict[str, pd.DataFrame], published: Path, command: str, data_dirs: Sequence[str]) -> Path:
+    """Write the cells under ``published/cells``, the report ``published.md`` and its figures."""
+    for key, table in cells.items():
+        write_cell(published / "cells", key, table)
+    results = gather(cells)
+    spec = spec_for(Settings(), (42, 43, 44), DATASETS)
+    missing = {}
+    for dataset in spec.datasets:
+        try:
+            find_dataset(dataset, data_dirs)
+        except FileNotFoundError as err:
+            missing[dataset] = str(err)
+    report = published.parent / f"{published.name}.md"
+    report.write_text(build_report(results, spec, command, missing))
+    figures = published / "figures"
+    figures.mkdir(parents=True, exist_ok=True)
+    for dataset in sorted(set(results["dataset"])):
+        fig = figure(results, dataset, spec)
+        fig.savefig(figures / f"{dataset}.png", dpi=90)
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+    return report
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(prog="python -m iclfs.apps.benchmark", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="compute the missing cells")
+    run.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    run.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44])
+    run.add_argument("--set", dest="overrides", default="", help="section.key=value,... (as kedro run --params)")
+    run.add_argument("--baselines", nargs="*", default=list(BASELINE_NAMES), choices=list(BASELINE_NAMES))
+    run.add_argument("--baselines-only", action="store_true", help="no ICLFS cell")
+    run.add_argument("--no-baselines", action="store_true")
+    run.add_argument("--force", action="store_true", help="recompute cells that exist")
+    run.add_argument("--workers", type=int, help="run the cells on a Dask LocalCluster of this many workers")
+    run.add_argument("--scheduler", help="run the cells on the Dask scheduler at this address")
+    run.add_argument("--data-dirs", nargs="+", default=list(DATA_DIRS))
+    run.add_argument("--cells", default=CELLS)
+    report = commands.add_parser("report", help="gather the cells and write the report")
+    report.add_argument("--cells", nargs="+", default=[CELLS, f"{PUBLISHED}/cells"])
+    report.add_argument("--published", default=PUBLISHED)
+    report.add_argument("--data-dirs", nargs="+", default=list(DATA_DIRS))
+    args = parser.parse_args(argv)
+
+    if args.command == "report":
+        path = publish(read_cells(*args.cells), Path(args.published), "python -m iclfs.apps.benchmark report",
+                       args.data_dirs)
+        print(f"wrote {path}")
+        return
+    try:
+        overrides = canonical(parse_overrides(args.overrides))
+        Settings().with_overrides(overrides)  # a bad --set stops here, before any work
+        jobs = plan(args.datasets, args.seeds, overrides, args.data_dirs, Path(args.cells),
+                    iclfs=not args.baselines_only, baselines=[] if args.no_baselines else args.baselines,
+                    force=args.force)
+    except (ValueError, FileNotFoundError) as err:
+        parser.error(str(err))
+    print(f"{len(jobs)} job(s) to run: {', '.join(f'{j.dataset}@{j.seed}' for j in jobs) or 'none'}", flush=True)
+    execute(jobs, Path(args.cells), args.workers, args.scheduler)
+
+
+if __name__ == "__main__":
+    main()
+

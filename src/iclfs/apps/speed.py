@@ -1,0 +1,483 @@
+"""Speed benchmark: the ``paper`` and ``fast`` training schedules side by side.
+
+    python -m iclfs.apps.speed --datasets Prostate_GE COIL20 arcene BASEHOCK \
+        --epochs 3 --output docs/performance.md
+
+For each dataset it trains both schedules for a few epochs on the same data,
+each in its own subprocess (so peak memory is that schedule's alone), and
+reports the per-epoch time (median of the measured epochs, after one warm-up
+epoch), peak memory (RSS on CPU, max allocated on CUDA), the speed-up, the
+FLOPs of one epoch (counted by ``torch.utils.flop_counter``) and the achieved
+FLOP/s against this machine's fp32 matmul rate, measured by the ``fast``
+worker itself just before and just after its timed epochs (the higher of the
+two): on a shared machine that rate drifts by 20 % within an hour, so a rate
+taken once at the start would misjudge later rows. A synthetic sweep
+over d (up to 50,000 features at n = 200) and over n reports time and memory
+per epoch of the ``fast`` schedule. The report checks the targets of
+:data:`TARGETS` and ends with the hand-written analysis of ``--notes``.
+
+``--keep docs/performance.json`` re-measures only the datasets named (and the
+sweeps, unless given empty) and carries the rest over from the earlier
+report, each marked with the date it was measured on. ``--render
+docs/performance.json`` measures nothing and rewrites the Markdown (after the
+notes were edited).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from iclfs.method.model import FeatureAttention
+from iclfs.method.preprocessing import FeatureTable, invert, prepare
+from iclfs.method.runtime import estimate_training_memory
+from iclfs.io.tables import read_feature_table
+from iclfs.method.training import (
+    STEPS,
+    TrainingConfig,
+    build_model,
+    compute_settings,
+    forward_context_for,
+    resolve_device,
+)
+from iclfs.method.views import ViewConfig, generate_views
+
+DEFAULT_DATASETS = ("Prostate_GE", "COIL20", "arcene", "BASEHOCK")
+SWEEP_D = (1000, 5000, 10000, 20000, 50000)
+SWEEP_N = (100, 500, 1000, 2000)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the ``fast`` schedule must reach on one dataset on CPU (issue "Speed and scale");
+    a CUDA report measures the same things and judges none of them."""
+
+    speedup: float  # paper s/epoch over fast s/epoch, at least
+    matmul_share: float | None = None  # fast FLOP/s over the measured matmul rate, at least
+    memory_ratio: float | None = None  # fast peak memory over paper's, at most
+
+
+TARGETS: dict[str, Target] = {
+    "Prostate_GE": Target(speedup=5.0),
+    "COIL20": Target(speedup=1.8, matmul_share=0.7),
+    "arcene": Target(speedup=1.8, matmul_share=0.7, memory_ratio=0.5),
+    "BASEHOCK": Target(speedup=1.8, matmul_share=0.7),
+}
+
+
+def matmul_gflops(device: torch.device, size: int = 2048, repeats: int = 10) -> float:
+    """Measured fp32 matrix-multiply throughput (best of ``repeats``)."""
+    a = torch.randn(size, size, device=device)
+    b = torch.randn(size, size, device=device)
+    best = float("inf")
+    for _ in range(repeats + 1):
+        _sync(device)
+        start = time.perf_counter()
+        a @ b
+        _sync(device)
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best / 1e9
+
+
+def attention_kernel_seconds(d: int, n: int, device: torch.device, repeats: int = 3) -> dict[str, float]:
+    """Forward + backward seconds (best of ``repeats``) of one (d, n) attention, per non-reference kernel.
+
+    The core of the attention alone, on random inputs: the evidence for which
+    kernel ``attention_kernel: auto`` picks (see ``CHUNKED_ATTENTION_MIN_SAMPLES``).
+    """
+    generator = torch.Generator(device=device).manual_seed(0)
+    q, k, v = (torch.randn(d, n, device=device, generator=generator).requires_grad_() for _ in range(3))
+    grad = torch.randn(d, n, device=device, generator=generator)
+    seconds = {}
+    for kernel in ("fused", "chunked"):
+        attention = FeatureAttention(n, kernel).to(device)
+        best = float("inf")
+        for _ in range(repeats):
+            _sync(device)
+            start = time.perf_counter()
+            attention.attend(q, k, v).backward(grad)
+            _sync(device)
+            best = min(best, time.perf_counter() - start)
+            q.grad = k.grad = v.grad = None
+        seconds[kernel] = best
+    return seconds
+
+
+def flop_counter():
+    """``FlopCounterMode`` that also counts what torch's table leaves out: the CPU
+    flash-attention kernels (it has their CUDA siblings only) and the in-place
+    ``addmm_`` with which the chunked attention and InfoNCE backward passes
+    accumulate their gradients (12 products of 94 GFLOP each in a BASEHOCK epoch)."""
+    from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
+
+    aten = torch.ops.aten
+
+    def forward(query_shape, key_shape, value_shape, *args, **kwargs) -> int:
+        return sdpa_flop_count(query_shape, key_shape, value_shape)
+
+    def backward(grad_out_shape, query_shape, key_shape, value_shape, *args, **kwargs) -> int:
+        return sdpa_backward_flop_count(grad_out_shape, query_shape, key_shape, value_shape)
+
+    def addmm_in_place(self_shape, mat1_shape, mat2_shape, *args, **kwargs) -> int:
+        return 2 * mat1_shape[0] * mat1_shape[1] * mat2_shape[1]
+
+    return FlopCounterMode(display=False, custom_mapping={
+        aten._scaled_dot_product_flash_attention_for_cpu: forward,
+        aten._scaled_dot_product_flash_attention_for_cpu_backward: backward,
+        aten.addmm_: addmm_in_place,
+    })
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _inverted_map(source: str) -> np.ndarray:
+    if source.startswith("synthetic:"):
+        d, n = (int(v) for v in source.split(":")[1].split("x"))
+        rng = np.random.default_rng(0)
+        return invert(prepare(FeatureTable(X=rng.normal(size=(n, d)).astype(np.float32))).standardized)
+    return invert(prepare(read_feature_table(source)).standardized)
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident memory since it started its program.
+
+    ``VmHWM`` of ``/proc/self/status`` where there is one: ``ru_maxrss``
+    survives ``exec`` on Linux, so a worker started by a parent that already
+    held 1 GiB would report at least 1 GiB, whatever it used itself.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def epoch_runner(A: torch.Tensor, config: TrainingConfig, seed: int = 0):
+    """A fresh network, Adam and view generator on the (d, n) map ``A`` (on its device).
+
+    Returns ``(model, regime, run_epoch)``; ``run_epoch(loss_chunk_size)`` runs one
+    epoch of ``config.schedule`` as :func:`iclfs.method.training.train` does (views,
+    step, optimizer step, with the configured precision) and waits for the device.
+    """
+    device = A.device
+    forward_context = forward_context_for(device, config.precision_for(device))
+    torch.manual_seed(seed)
+    model, regime = build_model(A.shape[1], config, device)
+    model.to(device).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    generator = torch.Generator(device=device).manual_seed(seed)
+    step = STEPS[config.schedule]
+
+    def run_epoch(loss_chunk_size: int | None) -> None:
+        views = generate_views(A, ViewConfig(), generator)
+        optimizer.zero_grad(set_to_none=True)
+        step(model, A, views, config.temperature, regime.decorrelation_weight, loss_chunk_size, forward_context)
+        optimizer.step()
+        _sync(device)
+
+    return model, regime, run_epoch
+
+
+def worker(source: str, schedule: str, epochs: int, device_name: str, count_flops: bool,
+           precision: str = "auto") -> dict:
+    """Train ``epochs`` epochs and measure them, after one warm-up epoch.
+
+    The warm-up is skipped when ``epochs == 1`` on CPU, where one epoch of the
+    largest sweep takes minutes and has no start-up cost worth excluding; on
+    CUDA the first epoch pays for cuBLAS handles and kernel selection, often
+    more than a whole epoch, so it is always run and never timed.
+
+    Each epoch is :func:`iclfs.method.training.train`'s: same step, precision and thread count.
+    """
+    device = resolve_device(device_name)
+    A = torch.as_tensor(_inverted_map(source), device=device)
+    d, n = A.shape
+    rss_before = peak_rss_bytes()
+    config = TrainingConfig(schedule=schedule, device=device_name, precision=precision, progress=False)
+    precision = config.precision_for(device)
+    model, regime, run_epoch = epoch_runner(A, config)
+    loss_chunk = config.loss_chunk_size_for(d, device)
+
+    def epoch() -> None:
+        run_epoch(loss_chunk)
+
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    times = []
+    flops = None
+    matmul_rates = []
+    with compute_settings(device, precision, config.num_threads) as threads:
+        if count_flops:
+            matmul_rates.append(matmul_gflops(device))
+        warm_up = epochs > 1 or device.type == "cuda"
+        for i in range(epochs + warm_up):
+            start = time.perf_counter()
+            epoch()
+            if not warm_up or i > 0:
+                times.append(time.perf_counter() - start)
+        if count_flops:
+            matmul_rates.append(matmul_gflops(device))
+            with flop_counter() as counter:
+                epoch()
+            flops = counter.get_total_flops()
+    result = {
+        "source": source,
+        "d": d,
+        "n": n,
+        "regime": regime.name,
+        "schedule": schedule,
+        "device": str(device),
+        "precision": precision,
+        "threads": threads,
+        "epoch_seconds": times,
+        "median_seconds": statistics.median(times),
+        "peak_rss_bytes": peak_rss_bytes(),
+        "rss_before_training_bytes": rss_before,
+        "flops_per_epoch": flops,
+        # The higher of the rates around the timed epochs, so drift never flatters the share.
+        "matmul_gflops": max(matmul_rates) if matmul_rates else None,
+        "estimated_bytes": estimate_training_memory(d, n, regime, schedule, model.attention.kernel,
+                                                    loss_chunk_size=loss_chunk).total_bytes,
+        "attention_kernel": model.attention.kernel,  # the one that ran
+        "loss_chunk_size": loss_chunk,
+    }
+    if device.type == "cuda":
+        result["peak_cuda_bytes"] = torch.cuda.max_memory_allocated(device)
+    return result
+
+
+def run_worker(source: str, schedule: str, epochs: int, device: str, count_flops: bool,
+               precision: str = "auto") -> dict:
+    """Run :func:`worker` in a fresh interpreter, so its peak memory is its own."""
+    command = [sys.executable, "-m", "iclfs.apps.speed", "--worker", source, schedule, str(epochs), device,
+               "1" if count_flops else "0", precision]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        return {"source": source, "schedule": schedule, "error": done.stderr.strip().splitlines()[-1:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _seconds(value: float) -> str:
+    """Two decimals from a second up; three significant digits below (GPU epochs take milliseconds)."""
+    return f"{value:.2f}" if value >= 1 else f"{value:.3g}"
+
+
+def _gib(value: float | None) -> str:
+    return "—" if value is None else f"{value / 2**30:.2f}"
+
+
+def _memory(result: dict) -> float:
+    return result.get("peak_cuda_bytes", result["peak_rss_bytes"])
+
+
+def _reference_gflops(fast: dict, run_env: dict) -> float:
+    """The matmul rate ``fast``'s share is judged against: its worker's own, else (older reports) the run's."""
+    return fast.get("matmul_gflops") or run_env["matmul_gflops"]
+
+
+def target_checks(name: str, target: Target, paper: dict, fast: dict, matmul_gflops: float) -> list[str]:
+    """One Markdown bullet per measured quantity of ``target``: value, bound, met or missed."""
+    def line(what: str, value: float, bound: float, at_least: bool, fmt: str) -> str:
+        met = value >= bound if at_least else value <= bound
+        return (f"- {name}: {what} {fmt.format(value)} (target {'>=' if at_least else '<='} {fmt.format(bound)}): "
+                f"{'met' if met else 'missed'}")
+
+    lines = [line("speed-up", paper["median_seconds"] / fast["median_seconds"], target.speedup, True, "{:.2f}x")]
+    if target.matmul_share is not None and fast["flops_per_epoch"]:
+        share = fast["flops_per_epoch"] / fast["median_seconds"] / 1e9 / matmul_gflops
+        lines.append(line("share of the matmul rate", 100 * share, 100 * target.matmul_share, True, "{:.0f} %"))
+    if target.memory_ratio is not None:
+        lines.append(line("peak memory fast / paper", _memory(fast) / _memory(paper), target.memory_ratio, False,
+                          "{:.2f}"))
+    return lines
+
+
+def render(report: dict, notes: str = "") -> str:
+    """The Markdown report; ``notes`` (hand-written analysis) goes at the end."""
+    env = report["environment"]
+    lines = [
+        "# Training speed: `paper` vs `fast` schedule",
+        "",
+        f"Measured {env['date']} on {env['machine']} ({env['cpu_threads']} torch threads), device `{env['device']}`,",
+        f"torch {env['torch']}, Python {env['python']}. Measured fp32 matmul rate: **{env['matmul_gflops']:.1f} GFLOP/s** at the "
+        "start; each row's share is against the rate its `fast` worker measured around its own epochs.",
+        "",
+        "Command:",
+        "",
+        "```bash",
+        env["command"],
+        "```",
+        "",
+        "Per-epoch time is the median of the measured epochs after one warm-up epoch; peak memory is the",
+        f"whole process's {'peak RSS' if env['device'] == 'cpu' else 'max allocated CUDA memory'} "
+        "(each schedule runs in its own process);",
+        "FLOPs are those of one epoch (forward and backward, counted by `torch.utils.flop_counter`).",
+        "",
+        "| dataset | n x d | regime | paper s/epoch | fast s/epoch | speed-up | paper peak GiB | fast peak GiB "
+        "| memory ratio | fast GFLOP/epoch | fast GFLOP/s | matmul GFLOP/s | % of matmul rate | fast attention kernel "
+        "| fast InfoNCE block rows | fast precision | estimated GiB (paper / fast) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    checks: list[str] = []
+    for row in report["datasets"]:
+        paper, fast = row["paper"], row["fast"]
+        # A row kept from an earlier run (--keep) carries that run's environment: its date, and the
+        # matmul rate its share is judged against when its worker measured none.
+        row_env = row.get("environment", env)
+        if "error" in paper or "error" in fast:
+            lines.append(f"| {row['name']} | failed: {paper.get('error') or fast.get('error')} |")
+            continue
+        rate = fast["flops_per_epoch"] / fast["median_seconds"] / 1e9 if fast["flops_per_epoch"] else None
+        reference = _reference_gflops(fast, row_env)
+        kept = f" (measured {row_env['date']})" if row_env is not env else ""
+        lines.append(
+            f"| {row['name']}{kept} | {fast['n']} x {fast['d']} | {fast['regime']} | {_seconds(paper['median_seconds'])} | "
+            f"{_seconds(fast['median_seconds'])} | {paper['median_seconds'] / fast['median_seconds']:.2f}x | "
+            f"{_gib(_memory(paper))} | {_gib(_memory(fast))} | {_memory(fast) / _memory(paper):.2f} | "
+            f"{fast['flops_per_epoch'] / 1e9:.0f} | {rate:.1f} | {reference:.1f} | {100 * rate / reference:.0f}% | "
+            f"{fast.get('attention_kernel', '—')} | {fast.get('loss_chunk_size') or '—'} | "
+            f"{fast.get('precision', 'fp32')} | "  # fp32: runs before the option
+            f"{_gib(paper['estimated_bytes'])} / {_gib(fast['estimated_bytes'])} |"
+        )
+        if row["name"] in TARGETS and row_env["device"] == "cpu":
+            checks += target_checks(row["name"], TARGETS[row["name"]], paper, fast, reference)
+    if checks:
+        lines += ["", "## Targets", "", *checks]
+    timed = [row for row in report["datasets"] if row.get("attention_seconds")]
+    if timed:
+        lines += ["", "## Attention kernels", "",
+                  "Forward + backward of the attention core alone at each dataset's (d, n), best of 3; "
+                  "`auto` is what `training.attention_kernel: auto` picks for `fast` here.", "",
+                  "| dataset | n x d | fused s | chunked s | faster | auto |", "|---|---|---|---|---|---|"]
+        for row in timed:
+            t, fast = row["attention_seconds"], row["fast"]
+            device = row.get("environment", env)["device"]
+            auto = TrainingConfig(schedule="fast").attention_kernel_for(
+                fast["n"], "cpu" if device == "cpu" else "cuda")
+            lines.append(f"| {row['name']} | {fast['n']} x {fast['d']} | {_seconds(t['fused'])} | {_seconds(t['chunked'])} | "
+                         f"{min(t, key=t.get)} | {auto} |")
+    for title, key in (("d (n = 200)", "sweep_d"), ("n (d = 2000)", "sweep_n")):
+        if not report.get(key):
+            continue
+        kept = report.get(f"{key}_environment")
+        lines += ["", f"## Scale sweep over {title}, `fast` schedule"
+                  + (f" (measured {kept['date']}, {kept['cpu_threads']} threads)" if kept else ""), "",
+                  "| n x d | regime | s/epoch | peak GiB | estimated GiB | d x d fp32 would be GiB |",
+                  "|---|---|---|---|---|---|"]
+        for r in report[key]:
+            if "error" in r:
+                lines.append(f"| {r['source']} | failed: {r['error']} | | | | |")
+                continue
+            lines.append(f"| {r['n']} x {r['d']} | {r['regime']} | {_seconds(r['median_seconds'])} | "
+                         f"{_gib(_memory(r))} | {_gib(r['estimated_bytes'])} | {_gib(4 * r['d'] ** 2)} |")
+    if notes.strip():
+        lines += ["", "## Analysis", "", notes.strip()]
+    return "\n".join(lines) + "\n"
+
+
+def keep_results(report: dict, previous: dict) -> None:
+    """Carry over ``previous``'s results that ``report`` did not measure, each with its own environment."""
+    measured = {row["name"]: row for row in report["datasets"]}
+    rows = [measured.pop(row["name"], None) or {"environment": previous["environment"], **row}
+            for row in previous["datasets"]]
+    report["datasets"] = rows + list(measured.values())  # the earlier report's order, then new datasets
+    for key in ("sweep_d", "sweep_n"):
+        if not report.get(key) and previous.get(key):
+            report[key] = previous[key]
+            report[f"{key}_environment"] = previous.get(f"{key}_environment", previous["environment"])
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--worker":
+        source, schedule, epochs, device, count, precision = argv[1:7]
+        print(json.dumps(worker(source, schedule, int(epochs), device, count == "1", precision)))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", nargs="*", default=list(DEFAULT_DATASETS))
+    parser.add_argument("--datasets-dir", default="../shared/datasets")
+    parser.add_argument("--epochs", type=int, default=3, help="measured epochs per schedule (after 1 warm-up)")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--precision", default="auto", help="training.precision of both schedules (auto: each "
+                        "schedule's default; fp32 on CPU, tf32 for fast on CUDA)")
+    parser.add_argument("--sweep-d", type=int, nargs="*", default=list(SWEEP_D))
+    parser.add_argument("--sweep-n", type=int, nargs="*", default=list(SWEEP_N))
+    parser.add_argument("--sweep-epochs", type=int, default=1)
+    parser.add_argument("--output", default="docs/performance.md")
+    parser.add_argument("--keep", metavar="JSON",
+                        help="an earlier report's JSON: its datasets not measured now, and its sweeps when "
+                             "--sweep-d/--sweep-n are given empty, are carried over and marked with their date")
+    parser.add_argument("--notes", default="docs/performance_notes.md",
+                        help="hand-written analysis appended to the report, if the file exists")
+    parser.add_argument("--render", metavar="JSON",
+                        help="measure nothing: rewrite --output from this report's JSON and --notes")
+    args = parser.parse_args(argv)
+    notes = Path(args.notes).read_text() if args.notes and Path(args.notes).is_file() else ""
+    output = Path(args.output)
+    if args.render:
+        output.write_text(render(json.loads(Path(args.render).read_text()), notes))
+        print(f"wrote {output}")
+        return
+
+    try:
+        TrainingConfig(device=args.device, precision=args.precision)
+    except ValueError as err:
+        parser.error(str(err))
+    device = resolve_device(args.device)
+    report = {
+        "environment": {
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
+            "cpu_threads": torch.get_num_threads(),
+            "device": str(device) if device.type == "cpu" else torch.cuda.get_device_name(device),
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+            "matmul_gflops": matmul_gflops(device),
+            "command": "python -m iclfs.apps.speed " + " ".join(argv),
+        },
+        "datasets": [],
+    }
+    for name in args.datasets:
+        path = str(Path(args.datasets_dir) / f"{name}.mat")
+        row = {"name": name}
+        for schedule in ("paper", "fast"):
+            row[schedule] = run_worker(path, schedule, args.epochs, args.device, schedule == "fast", args.precision)
+            print(json.dumps(row[schedule]), flush=True)
+        if "error" not in row["fast"]:
+            row["attention_seconds"] = attention_kernel_seconds(row["fast"]["d"], row["fast"]["n"], device)
+        report["datasets"].append(row)
+    for key, values, shape in (("sweep_d", args.sweep_d, lambda v: f"{v}x200"),
+                               ("sweep_n", args.sweep_n, lambda v: f"2000x{v}")):
+        report[key] = []
+        for value in values:
+            result = run_worker(f"synthetic:{shape(value)}", "fast", args.sweep_epochs, args.device, False,
+                                args.precision)
+            print(json.dumps(result), flush=True)
+            report[key].append(result)
+    if args.keep:
+        keep_results(report, json.loads(Path(args.keep).read_text()))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.with_suffix(".json").write_text(json.dumps(report, indent=2))
+    output.write_text(render(report, notes))
+    print(f"wrote {output} and {output.with_suffix('.json')}")
+
+
+if __name__ == "__main__":
+    main()

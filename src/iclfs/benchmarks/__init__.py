@@ -1,1 +1,0 @@
-"""Benchmarks (speed); run as modules, e.g. python -m iclfs.benchmarks.speed."""

@@ -1,0 +1,325 @@
+"""The benchmark report: every cell gathered into one Markdown page and one figure per dataset.
+
+The headline compares three methods over the outer seeds: ICLFS as one run
+(``single``), the default selection (``default``, a consensus) and the best
+baseline. Each is judged by the rule of docs/consensus.md, fixed before the
+results were seen: a method's score on a dataset is the mean over the outer
+seeds of its best-k mean accuracy (docs/method.md §8), its spread the
+standard deviation of those best-k accuracies over the seeds, and its
+stability the mean pairwise Jaccard index of its k = 50 selections between
+the seeds.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from iclfs.evaluation.benchmark import BASELINE_NAMES, method_name
+from iclfs.evaluation.paper import PAPER_RESULTS, target_status
+from iclfs.method.config import Settings
+
+BASELINES = tuple(BASELINE_NAMES.values())
+PAPER_BASELINES = ("LS", "SPEC", "MCFS", "NDFS")
+
+
+@dataclass(frozen=True)
+class ReportSpec:
+    """What the report compares, and on which seeds.
+
+    Attributes
+    ----------
+    single : str
+        The method name of one ICLFS run as the paper runs it, on the everyday schedule.
+    default : str
+        The method name of the default selection.
+    seeds : tuple of int
+        The outer seeds.
+    datasets : tuple of str
+        Every dataset of the benchmark, in report order.
+    paper_run : str
+        The method judged against the paper's published numbers (one seed).
+    target_points : float
+        The paper target is met within max(paper std, this many points).
+    stability_k : int
+        The k whose selections the Jaccard index compares.
+    """
+
+    single: str
+    default: str
+    seeds: tuple[int, ...]
+    datasets: tuple[str, ...]
+    paper_run: str = "ICLFS [published stream]"
+    target_points: float = 2.0
+    stability_k: int = 50
+
+
+def spec_for(settings: Settings, seeds: Sequence[int], datasets: Sequence[str]) -> ReportSpec:
+    """The report of ``settings`` (the project's defaults): one ``members: 1`` run against them, and the
+    paper's run replayed (literal loop, the published code's draws)."""
+    return ReportSpec(
+        single=method_name(settings.with_overrides("consensus.members=1,selection.k=50")),
+        default=method_name(settings),
+        seeds=tuple(int(s) for s in seeds),
+        datasets=tuple(datasets),
+        paper_run=method_name(settings.with_overrides(
+            "consensus.members=1,training.schedule=paper,views.stream=published,selection.k=50")),
+    )
+
+
+def best_rows(results: pd.DataFrame) -> pd.DataFrame:
+    """Per (dataset, method, seed): the row of highest mean accuracy, ties to the smaller k (method.md §8)."""
+    if results.empty:
+        return results
+    ordered = results.sort_values(["dataset", "method", "seed", "accuracy_mean", "k"],
+                                  ascending=[True, True, True, False, True], kind="stable")
+    return ordered.groupby(["dataset", "method", "seed"], sort=False).head(1).reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One method on one dataset over the outer seeds it was run with."""
+
+    seeds: tuple[int, ...]
+    accuracies: tuple[float, ...]  # best-k mean accuracy per seed, in %
+    jaccard: float | None  # mean pairwise Jaccard of the stability_k selections between seeds
+    seconds: float  # mean training (or ranking) seconds per seed
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.accuracies))
+
+    @property
+    def std(self) -> float | None:
+        return float(np.std(self.accuracies)) if len(self.accuracies) > 1 else None
+
+    def cell(self) -> str:
+        spread = f" ± {self.std:.2f}" if self.std is not None else ""
+        return f"{self.mean:.2f}{spread} ({len(self.seeds)})"
+
+
+def summarize(results: pd.DataFrame, dataset: str, method: str, seeds: Sequence[int], k: int) -> Summary | None:
+    """``method`` on ``dataset`` over those of ``seeds`` it was run with; None when never."""
+    rows = results[(results["dataset"] == dataset) & (results["method"] == method) & results["seed"].isin(seeds)]
+    if rows.empty:
+        return None
+    best = best_rows(rows).sort_values("seed")
+    at_k = rows[rows["k"] == k].sort_values("seed")
+    picks = [set(s.split()) for s in at_k["selected"].fillna("") if s]
+    pairs = [len(a & b) / len(a | b) for a, b in itertools.combinations(picks, 2)]
+    return Summary(tuple(int(s) for s in best["seed"]), tuple(100 * best["accuracy_mean"]),
+                   float(np.mean(pairs)) if pairs else None,
+                   float(rows.drop_duplicates("seed")["seconds"].mean()))
+
+
+def best_baseline(results: pd.DataFrame, dataset: str, seeds: Sequence[int], k: int) -> tuple[str, Summary] | None:
+    """The baseline with the highest mean over the seeds (``all features`` and ``random`` included)."""
+    found = [(name, summarize(results, dataset, name, seeds, k)) for name in BASELINES]
+    found = [(name, s) for name, s in found if s is not None]
+    return max(found, key=lambda item: item[1].mean) if found else None
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def headline(results: pd.DataFrame, spec: ReportSpec) -> tuple[list[str], dict]:
+    """The table of the three methods per dataset, and the targets judged over all datasets."""
+    lines = [
+        f"| dataset | one run: {spec.single} | default: {spec.default} | best baseline | "
+        f"Jaccard@{spec.stability_k} one run | Jaccard@{spec.stability_k} default | cost (default / one run) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    counts = {"compared": 0, "default_vs_single": 0, "baseline_compared": 0, "default_vs_baseline": 0}
+    std_ratios, jaccards, costs = [], [], []
+    for dataset in spec.datasets:
+        single = summarize(results, dataset, spec.single, spec.seeds, spec.stability_k)
+        default = summarize(results, dataset, spec.default, spec.seeds, spec.stability_k)
+        baseline = best_baseline(results, dataset, spec.seeds, spec.stability_k)
+        if single is None and default is None:
+            continue
+        cost = None
+        if single is not None and default is not None:
+            counts["compared"] += 1
+            counts["default_vs_single"] += default.mean >= single.mean
+            if single.std and default.std is not None:
+                std_ratios.append(default.std / single.std)
+            cost = default.seconds / single.seconds
+            costs.append(cost)
+        if default is not None and baseline is not None:
+            counts["baseline_compared"] += 1
+            counts["default_vs_baseline"] += default.mean >= baseline[1].mean
+        if default is not None and default.jaccard is not None:
+            jaccards.append(default.jaccard)
+        lines.append(
+            f"| {dataset} | {single.cell() if single else '–'} | {default.cell() if default else '–'} | "
+            f"{f'{baseline[0]} {baseline[1].cell()}' if baseline else '–'} | "
+            f"{_fmt(single.jaccard if single else None)} | {_fmt(default.jaccard if default else None)} | "
+            f"{_fmt(cost)} |")
+    targets = {
+        "default_vs_single": (counts["default_vs_single"], counts["compared"]),
+        "default_vs_baseline": (counts["default_vs_baseline"], counts["baseline_compared"]),
+        "median_std_ratio": float(np.median(std_ratios)) if std_ratios else None,
+        "median_jaccard": float(np.median(jaccards)) if jaccards else None,
+        "mean_cost": float(np.mean(costs)) if costs else None,
+        "max_cost": float(np.max(costs)) if costs else None,
+    }
+    return lines, targets
+
+
+def _verdict(ok: bool | None) -> str:
+    return "–" if ok is None else ("**met**" if ok else "**missed**")
+
+
+def target_lines(targets: dict, n_datasets: int) -> list[str]:
+    """The issue's targets, each as met or missed, with the numbers behind it."""
+    won, compared = targets["default_vs_single"]
+    beat, against = targets["default_vs_baseline"]
+    need_single = round(11 * compared / 14) if compared else None
+    need_baseline = round(9 * against / 14) if against else None
+    ratio, jaccard, cost = targets["median_std_ratio"], targets["median_jaccard"], targets["max_cost"]
+    return [
+        "| target | measured | verdict |",
+        "|---|---|---|",
+        f"| default at or above one run in mean accuracy on at least 11 of 14 datasets | {won} of {compared} "
+        f"| {_verdict(won >= need_single if compared == n_datasets == 14 and need_single else None)} |",
+        f"| default at or above the best baseline's mean on at least 9 of 14 | {beat} of {against} "
+        f"| {_verdict(beat >= need_baseline if against == n_datasets == 14 and need_baseline else None)} |",
+        f"| default's std over seeds at most half of one run's, median dataset | median ratio {_fmt(ratio)} "
+        f"| {_verdict(None if ratio is None else ratio <= 0.5)} |",
+        f"| default's Jaccard@50 between seeds at least 0.6 (median dataset) | {_fmt(jaccard)} "
+        f"| {_verdict(None if jaccard is None else jaccard >= 0.6)} |",
+        f"| default's cost at most 1.5x one run's (worst dataset) | mean {_fmt(targets['mean_cost'])}x, "
+        f"worst {_fmt(cost)}x | {_verdict(None if cost is None else cost <= 1.5)} |",
+    ]
+
+
+def all_methods(results: pd.DataFrame, spec: ReportSpec) -> list[str]:
+    """Every method on every dataset: mean ± std over the seeds it ran with (number of seeds)."""
+    methods = sorted(set(results["method"]), key=lambda m: (m in BASELINES, m))
+    shown = [m for m in methods if m not in BASELINES] + [b for b in BASELINES if b in methods]
+    lines = ["| dataset | " + " | ".join(shown) + " |", "|---|" + "---|" * len(shown)]
+    for dataset in spec.datasets:
+        cells = []
+        for method in shown:
+            s = summarize(results, dataset, method, sorted(set(results["seed"])), spec.stability_k)
+            cells.append(s.cell() if s else "–")
+        if any(c != "–" for c in cells):
+            lines.append(f"| {dataset} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def fidelity(results: pd.DataFrame, spec: ReportSpec) -> list[str]:
+    """The paper's run against its published numbers, on the paper's datasets (first outer seed)."""
+    seed = spec.seeds[0]
+    lines = ["| dataset | ours | paper | difference | target |", "|---|---|---|---|---|"]
+    met = total = 0
+    for dataset in (d for d in spec.datasets if d in PAPER_RESULTS):
+        rows = results[(results["dataset"] == dataset) & (results["method"] == spec.paper_run)
+                       & (results["seed"] == seed)]
+        if rows.empty:
+            continue
+        best = best_rows(rows).iloc[0]
+        paper = PAPER_RESULTS[dataset]["ICLFS"]
+        status, diff = target_status(float(best["accuracy_mean"]), dataset, spec.target_points)
+        total += 1
+        met += status.startswith("met")
+        lines.append(f"| {dataset} | {100 * best['accuracy_mean']:.2f} ± {100 * best['accuracy_std']:.2f} "
+                     f"({int(best['k'])}) | {paper.accuracy:.2f} ± {paper.std:.2f} ({paper.k}) | {diff:+.2f} | "
+                     f"{status} |")
+    if not total:
+        return [f"No `{spec.paper_run}` run at seed {seed} yet."]
+    return lines + ["", f"Met on {met} of {total} (within max(paper std, {spec.target_points:g} points))."]
+
+
+def runs_table(results: pd.DataFrame) -> list[str]:
+    """Training (or ranking) seconds of every ICLFS cell, per dataset and method, over its seeds."""
+    iclfs = results[results["method"].str.startswith("ICLFS")].drop_duplicates(["dataset", "method", "seed"])
+    lines = ["| dataset | method | seeds | seconds per seed | device |", "|---|---|---|---|---|"]
+    for (dataset, method), group in iclfs.groupby(["dataset", "method"], sort=True):
+        seconds = ", ".join(f"{s}: {t:.0f}" for s, t in zip(group["seed"], group["seconds"], strict=True))
+        lines.append(f"| {dataset} | {method} | {len(group)} | {seconds} | {', '.join(sorted(set(group['device'])))} |")
+    return lines
+
+
+def build_report(results: pd.DataFrame, spec: ReportSpec, command: str, missing: Mapping[str, str] | None = None
+                 ) -> str:
+    """The whole Markdown report from the gathered cells (:func:`iclfs.evaluation.benchmark.gather`)."""
+    missing = dict(missing or {})
+    head, targets = headline(results, spec)
+    done = [d for d in spec.datasets if (results["dataset"] == d).any()]
+    lines = [
+        "# ICLFS benchmark",
+        "",
+        f"Generated by `{command}` from the result cells in `docs/reports/benchmark/cells/` "
+        "(one file per dataset, method and seed). Do not edit by hand.",
+        "",
+        "Protocol (docs/method.md §8): every method selects from the same standardized data; for each k of "
+        "50, 100, ..., 300 (up to d) its selection goes through 20 k-means runs (random_state = seed + r). A "
+        "method's result at one seed is its best k's mean accuracy. Below, each cell is the mean ± std of that "
+        f"over the outer seeds {', '.join(map(str, spec.seeds))} (their number in parentheses). `random` pools "
+        "five random rankings; `all features` uses every column. Jaccard@50 is the mean pairwise Jaccard index "
+        "of the 50 features selected at each seed. Cost is the default's wall time (training every member, "
+        "scoring, the Laplacian score and LGRC) over one run's, at the same seeds.",
+        "",
+        "## The default selection against one run and the baselines",
+        "",
+        *head,
+        "",
+        "## Targets",
+        "",
+        "Judged as docs/consensus.md fixed before the results were seen; a count over fewer than the 14 "
+        "datasets is not judged.",
+        "",
+        *target_lines(targets, len(done)),
+        "",
+        "## Every method",
+        "",
+        *all_methods(results, spec),
+        "",
+        f"## Fidelity to the paper: `{spec.paper_run}`, seed {spec.seeds[0]}",
+        "",
+        *fidelity(results, spec),
+        "",
+        "## Training time per cell",
+        "",
+        *runs_table(results),
+        "",
+    ]
+    if missing:
+        lines += ["## Not run", ""] + [f"- **{d}**: {why}" for d, why in missing.items()] + [""]
+    lines += ["## Figures", ""] + [f"![{d}](benchmark/figures/{d}.png)" for d in done]
+    return "\n".join(lines) + "\n"
+
+
+def figure(results: pd.DataFrame, dataset: str, spec: ReportSpec) -> plt.Figure:
+    """Accuracy against k for every method on ``dataset``: the mean over the outer seeds."""
+    fig, ax = plt.subplots(figsize=(8.5, 4))
+    rows = results[(results["dataset"] == dataset) & results["seed"].isin(spec.seeds)]
+    colours = plt.get_cmap("tab20").colors
+    for i, (method, group) in enumerate(rows.groupby("method", sort=True)):
+        mean = group.groupby("k")["accuracy_mean"].mean().sort_index()
+        if method == "all features":
+            ax.axhline(100 * mean.iloc[0], color="grey", linestyle=":", label=method)
+            continue
+        style = {"linewidth": 2.5} if method in (spec.default, spec.single) else \
+            {"linestyle": "-" if method.startswith("ICLFS") else "--"}
+        ax.plot(mean.index, 100 * mean.to_numpy(), marker="o", markersize=3, label=method,
+                color=colours[i % len(colours)], **style)
+    paper = PAPER_RESULTS.get(dataset, {}).get("ICLFS")
+    if paper:
+        ax.scatter([paper.k], [paper.accuracy], marker="*", s=150, color="black", zorder=5, label="ICLFS (paper)")
+    ax.set_xlabel("number of selected features k")
+    ax.set_ylabel("k-means accuracy (%)")
+    ax.set_title(f"{dataset} (mean over the seeds each method ran with)", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    fig.tight_layout()
+    return fig

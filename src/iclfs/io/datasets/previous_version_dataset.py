@@ -1,0 +1,64 @@
+"""Read the version of a versioned CSV artifact saved by the run before this one."""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Any
+
+import fsspec
+import pandas as pd
+from kedro.io.core import AbstractVersionedDataset, DatasetError, Version, get_protocol_and_path
+
+
+class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
+    """Load-only view of an earlier run's version of a versioned CSV artifact.
+
+    Point ``filepath`` at the same file as the artifact and set
+    ``versioned: true``: Kedro then passes this run's save version, and
+    ``load`` returns the newest version strictly older than it (so a run that
+    has already saved its own version still sees the previous one). With no
+    earlier version it returns an empty DataFrame.
+
+    Example ``catalog.yml`` entry::
+
+        previous_selected_features:
+          type: iclfs.io.datasets.PreviousVersionDataset
+          filepath: data/07_model_output/synthetic/selected_features.csv
+          versioned: true
+    """
+
+    def __init__(self, *, filepath: str, version: Version | None = None,
+                 metadata: dict[str, Any] | None = None) -> None:
+        protocol, path = get_protocol_and_path(filepath, version)
+        self._protocol = protocol
+        self._fs = fsspec.filesystem(protocol)
+        self.metadata = metadata
+        super().__init__(filepath=PurePosixPath(path), version=version,
+                         exists_function=self._fs.exists, glob_function=self._fs.glob)
+
+    def previous_version(self) -> str | None:
+        """The newest saved version older than this run's, or None."""
+        current = self._version.save if self._version is not None else None
+        pattern = str(self._filepath / "*" / self._filepath.name)
+        found = sorted(PurePosixPath(p).parent.name for p in self._fs.glob(pattern))
+        older = [v for v in found if current is None or v < current]
+        return older[-1] if older else None
+
+    def load(self) -> pd.DataFrame:
+        version = self.previous_version()
+        if version is None:
+            return pd.DataFrame()
+        path = self._filepath / version / self._filepath.name
+        with self._fs.open(str(path), "r") as handle:
+            frame = pd.read_csv(handle)
+        frame.attrs["version"] = version
+        return frame
+
+    def save(self, data: None) -> None:
+        raise DatasetError("PreviousVersionDataset is read-only")
+
+    def _exists(self) -> bool:
+        return self.previous_version() is not None
+
+    def _describe(self) -> dict[str, Any]:
+        return {"filepath": self._filepath, "version": self._version}

@@ -1,0 +1,392 @@
+"""Every parameter section of ICLFS as one typed, validated dataclass.
+
+A section is the same thing everywhere: ``conf/base/parameters_<section>.yml``
+in the Kedro project, the keyword arguments of
+:class:`~iclfs.apps.selector.ICLFSSelector`, and the ``--set`` options of the
+benchmark command all build these classes, so one check, with one message,
+guards every entry point::
+
+    parameter selection.quantile = 1.2 is invalid: expected a number in [0, 1]
+
+Each field declares its check (``metadata["check"]``); :class:`Section` runs
+them when an instance is made. :class:`Settings` holds every section plus the
+shared ``seed`` and reads or writes the whole Kedro ``parameters`` dict.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, TypeVar
+
+import yaml
+
+T = TypeVar("T", bound="Section")
+
+#: A check returns None when the value is fine, else what was expected.
+Check = Callable[[Any], "str | None"]
+
+
+class ParameterError(ValueError):
+    """A parameter has a value it may not have; the message names ``section.key``."""
+
+
+# -- checks -------------------------------------------------------------------
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def integer(low: int = 1) -> Check:
+    def check(value: Any) -> str | None:
+        return None if _is_int(value) and value >= low else f"an integer >= {low}"
+    return check
+
+
+def number(low: float, high: float = float("inf"), low_open: bool = False, high_open: bool = False) -> Check:
+    left, right = "(" if low_open else "[", ")" if high_open else "]"
+    expected = f"a number >= {low:g}" if high == float("inf") and not low_open else \
+        f"a number in {left}{low:g}, {high:g}{right}"
+
+    def check(value: Any) -> str | None:
+        if not _is_number(value):
+            return expected
+        above = value > low if low_open else value >= low
+        below = value < high if high_open else value <= high
+        return None if above and below else expected
+    return check
+
+
+def one_of(*choices: Any) -> Check:
+    def check(value: Any) -> str | None:
+        return None if value in choices else "one of " + ", ".join(map(str, choices))
+    return check
+
+
+def boolean(value: Any) -> str | None:
+    return None if isinstance(value, bool) else "true or false"
+
+
+def optional(inner: Check) -> Check:
+    def check(value: Any) -> str | None:
+        if value is None:
+            return None
+        problem = inner(value)
+        return None if problem is None else f"null or {problem}"
+    return check
+
+
+def k_list(value: Any) -> str | None:
+    if not isinstance(value, (list, tuple)) or not value or not all(_is_int(k) and k >= 1 for k in value):
+        return "a non-empty list of positive integers"
+    if len(set(value)) != len(value):
+        return "a list without repeated k"
+    return None
+
+
+def k_or_auto(value: Any) -> str | None:
+    return None if value == "auto" or (_is_int(value) and value >= 1) else "a positive integer or 'auto'"
+
+
+def param(default: Any, check: Check, doc: str) -> Any:
+    """A section field: its default, its check and one line of documentation."""
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata={"check": check, "doc": doc})
+    return field(default=default, metadata={"check": check, "doc": doc})
+
+
+# -- sections -----------------------------------------------------------------
+
+
+class Section:
+    """Base of every parameter section: runs the field checks, builds from a dict."""
+
+    SECTION: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, list):  # frozen and hashable: YAML lists become tuples
+                object.__setattr__(self, f.name, tuple(value))
+                value = getattr(self, f.name)
+            problem = f.metadata["check"](value)
+            if problem is not None:
+                raise ParameterError(f"parameter {self.SECTION}.{f.name} = {value!r} is invalid: expected {problem}")
+
+    @classmethod
+    def from_dict(cls: type[T], options: Mapping[str, Any] | None, name: str | None = None,
+                  fixed: Mapping[str, Any] | None = None, fixed_by: str = "the caller") -> T:
+        """``cls(**options, **fixed)``, refusing keys ``cls`` does not know and keys ``fixed`` owns.
+
+        Parameters
+        ----------
+        options : mapping or None
+            The user's keys; None means none (all defaults).
+        name : str, optional
+            Where ``options`` came from, for messages; the section name by default.
+        fixed : mapping, optional
+            Keys the caller sets, which ``options`` may not repeat.
+        fixed_by : str
+            Who sets ``fixed``, named in the error for a key given twice.
+        """
+        name = name or cls.SECTION
+        options = {} if options is None else options
+        fixed = {} if fixed is None else dict(fixed)
+        if not isinstance(options, Mapping):
+            raise TypeError(f"{name} must be a dict or None, got {type(options).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise ParameterError(
+                f"unknown parameter(s) {', '.join(f'{name}.{key}' for key in unknown)}; "
+                f"known keys of {name}: {', '.join(sorted(known - set(fixed)))}"
+            )
+        duplicated = sorted(set(options) & set(fixed))
+        if duplicated:
+            raise ParameterError(f"{name} must not set {', '.join(duplicated)}: use {fixed_by}")
+        return cls(**dict(options), **fixed)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The section as plain YAML-ready values (tuples as lists)."""
+        return {f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v for f in fields(self)}
+
+    def replace(self: T, **changes: Any) -> T:
+        return dataclasses.replace(self, **changes)
+
+
+SCHEDULES = ("fast", "paper")
+REGIMES = ("auto", "small", "large")
+
+
+@dataclass(frozen=True)
+class TrainingConfig(Section):
+    """The network's hyperparameters and its training schedule (docs/method.md §3-4)."""
+
+    SECTION: ClassVar[str] = "training"
+
+    epochs: int = param(100, integer(1), "epochs of a single run (one optimizer step each)")
+    learning_rate: float = param(1e-3, number(0, low_open=True), "Adam learning rate")
+    weight_decay: float = param(1e-4, number(0), "coupled L2 (plain Adam)")
+    temperature: float = param(0.05, number(0, low_open=True), "tau of the InfoNCE logits")
+    schedule: str = param("fast", one_of(*SCHEDULES),
+                          "fast: anchor and negative embedded once per epoch; paper: the literal loop")
+    regime: str = param("auto", one_of(*REGIMES), "layer sizes (method.md §3); auto decides from n")
+    regime_threshold: int = param(1000, integer(1), "auto picks the large regime from this many samples")
+    decorrelation_weight: float | None = param(None, optional(number(0)), "lambda; null: the regime's")
+    dropout: float = param(0.1, number(0, 1, high_open=True), "encoder dropout")
+    leaky_slope: float = param(0.2, number(0), "LeakyReLU slope of the encoder")
+    bn_momentum: float = param(0.01, number(0, 1), "momentum of every BatchNorm layer")
+    use_attention: bool = param(True, boolean, "false: the ablation without attention")
+    use_decorrelation: bool = param(True, boolean, "false: the ablation without decorrelation")
+
+
+PRECISIONS = ("auto", "fp32", "tf32", "bf16")
+
+
+@dataclass(frozen=True)
+class RuntimeConfig(Section):
+    """Where and how training runs. None of these changes what is computed beyond float rounding."""
+
+    SECTION: ClassVar[str] = "runtime"
+
+    device: str = param("auto", lambda v: None if isinstance(v, str) and v else "a device name",
+                        "auto (cuda if present, else cpu) | cpu | cuda | cuda:N")
+    precision: str = param("auto", one_of(*PRECISIONS),
+                           "auto (fp32; tf32 for fast on CUDA) | fp32 | tf32 | bf16 (CUDA only)")
+    num_threads: int | None = param(None, optional(integer(1)),
+                                    "torch threads; null: torch's count capped at the CPUs this process may use")
+    check_memory: bool = param(True, boolean, "stop before training if the estimated memory will not fit")
+    progress: bool = param(True, boolean, "a progress bar over members x epochs")
+
+
+POSITIVE_VIEWS = ("structured", "random")
+STREAMS = ("vectorized", "published")
+
+
+@dataclass(frozen=True)
+class ViewConfig(Section):
+    """Keep ratios of the masked views and the random stream that draws them (method.md §2)."""
+
+    SECTION: ClassVar[str] = "views"
+
+    light_keep: float = param(0.90, number(0, 1, low_open=True), "m1 keeps max(1, round(ratio n)) positions")
+    heavy_keep: float = param(0.60, number(0, 1, low_open=True), "m2")
+    pair_keep: float = param(0.50, number(0, 1, low_open=True), "m3/m4 each keep round(ratio n)")
+    pair_overlap: float = param(0.10, number(0, 1), "of which round(ratio keep) are shared")
+    positives: str = param("structured", one_of(*POSITIVE_VIEWS),
+                           "structured (the four views) | random (one random view: ablation WLDAR)")
+    random_keep: float = param(0.50, number(0, 1, low_open=True), "the random view's keep ratio (our choice)")
+    stream: str = param("vectorized", one_of(*STREAMS),
+                        "vectorized | published (the published code's draws, replayed: fidelity checks)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.stream == "published" and self.positives != "structured":
+            raise ParameterError(
+                "views.stream 'published' replays the published code, which draws only the four structured "
+                f"positives; views.positives {self.positives!r} needs stream 'vectorized'")
+
+
+SCORE_NAMES = ("z_norm", "h_norm", "weighted_sum", "harmonic")
+
+
+@dataclass(frozen=True)
+class RankingConfig(Section):
+    """Which embedding score orders the features (method.md §5)."""
+
+    SECTION: ClassVar[str] = "ranking"
+
+    score: str = param("z_norm", one_of(*SCORE_NAMES), "z_norm | h_norm | weighted_sum | harmonic")
+
+
+@dataclass(frozen=True)
+class LaplacianConfig(Section):
+    """The sample graph of the Laplacian score (method.md §6)."""
+
+    SECTION: ClassVar[str] = "laplacian"
+
+    n_neighbors: int = param(3, integer(1), "kNN graph over samples, cosine distance")
+
+
+@dataclass(frozen=True)
+class SelectionConfig(Section):
+    """How many features, and the Laplacian-gated correction that picks them (method.md §7)."""
+
+    SECTION: ClassVar[str] = "selection"
+
+    k: int | str = param(50, k_or_auto, "the size of the list handed on; auto: chosen from the consensus")
+    k_values: tuple[int, ...] = param([50, 100, 150, 200, 250, 300], k_list,
+                                      "every k selected (and evaluated when labels exist)")
+    use_lgrc: bool = param(True, boolean, "false: the first k of the ranking (ablation WL)")
+    alpha: float = param(1.5, number(1), "LGRC pool size p = min(d, round(alpha k))")
+    quantile: float = param(0.75, number(0, 1), "LGRC gate: this quantile of the finite Laplacian scores")
+    auto_frequency: float = param(0.5, number(0, 1, low_open=True),
+                                  "k auto: the largest k whose features the members select this often")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.k != "auto" and self.k not in self.k_values:
+            raise ParameterError(f"parameter selection.k = {self.k!r} is invalid: expected 'auto' or one of "
+                                 f"selection.k_values {list(self.k_values)}")
+
+
+COMBINE_RULES = ("mean_rank", "mean_score")
+
+
+@dataclass(frozen=True)
+class ConsensusConfig(Section):
+    """Several short runs combined into one ranking (docs/consensus.md). ``members: 1`` is the paper's single run."""
+
+    SECTION: ClassVar[str] = "consensus"
+
+    members: int = param(1, integer(1), "networks trained; 1: the paper's single run (training.epochs, all samples)")
+    member_epochs: int = param(20, integer(1), "epochs of each member (members >= 2)")
+    subsample: float = param(1.0, number(0, 1, low_open=True), "fraction of the samples each member sees")
+    combine: str = param("mean_rank", one_of(*COMBINE_RULES), "mean_rank | mean_score (min-max scaled)")
+    laplacian_weight: float = param(0.0, number(0, 1),
+                                    "weight of the Laplacian-score rank in the combined ranking (0: none)")
+
+
+@dataclass(frozen=True)
+class EvaluationConfig(Section):
+    """The k-means protocol, when labels exist (method.md §8)."""
+
+    SECTION: ClassVar[str] = "evaluation"
+
+    n_runs: int = param(20, integer(1), "k-means runs per k, random_state = seed + r")
+
+
+SECTIONS: dict[str, type[Section]] = {
+    cls.SECTION: cls for cls in (TrainingConfig, RuntimeConfig, ViewConfig, RankingConfig, LaplacianConfig,
+                                 SelectionConfig, ConsensusConfig, EvaluationConfig)
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every section and the shared seed: what one run of the method is told."""
+
+    seed: int = 42
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+    views: ViewConfig = field(default_factory=ViewConfig)
+    ranking: RankingConfig = field(default_factory=RankingConfig)
+    laplacian: LaplacianConfig = field(default_factory=LaplacianConfig)
+    selection: SelectionConfig = field(default_factory=SelectionConfig)
+    consensus: ConsensusConfig = field(default_factory=ConsensusConfig)
+    evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
+
+    def __post_init__(self) -> None:
+        if not _is_int(self.seed) or not 0 <= self.seed < 2**32:
+            raise ParameterError(f"parameter seed = {self.seed!r} is invalid: expected an integer in 0..2**32 - 1")
+        if self.views.stream == "published" and self.consensus.members > 1:
+            raise ParameterError("views.stream 'published' replays the paper's single run; it needs consensus.members 1")
+        if self.selection.k == "auto" and self.consensus.members < 2:
+            raise ParameterError("selection.k 'auto' chooses k from the members' agreement; it needs "
+                                 "consensus.members 2 or more (or give selection.k a number)")
+
+    @classmethod
+    def from_parameters(cls, parameters: Mapping[str, Any]) -> Settings:
+        """Every section from Kedro's ``parameters`` dict; sections it lacks take their defaults.
+
+        Keys that are not sections (``benchmark``, ``data_source``) are left to their own readers.
+        """
+        sections = {name: section.from_dict(parameters.get(name)) for name, section in SECTIONS.items()}
+        return cls(seed=parameters.get("seed", 42), **sections)
+
+    def to_parameters(self) -> dict[str, Any]:
+        return {"seed": self.seed, **{name: getattr(self, name).to_dict() for name in SECTIONS}}
+
+    def with_overrides(self, text: str | None) -> Settings:
+        """These settings with Kedro-style overrides, ``"selection.use_lgrc=false,training.epochs=5"``.
+
+        Values are read as YAML; a list stays whole (``selection.k_values=[50,100]``).
+        """
+        parameters = self.to_parameters()
+        for name, value in parse_overrides(text).items():
+            section, _, key = name.partition(".")
+            if name == "seed":
+                parameters["seed"] = value
+            elif section not in SECTIONS or key not in parameters[section]:
+                known = ", ".join(f"{s}.{k}" for s in SECTIONS for k in parameters[s])
+                raise ParameterError(f"unknown parameter {name!r}; known: seed, {known}")
+            else:
+                parameters[section][key] = value
+        return Settings.from_parameters(parameters)
+
+
+def parse_overrides(text: str | None) -> dict[str, Any]:
+    """``"a.b=1,c.d=[1,2]"`` -> ``{"a.b": 1, "c.d": [1, 2]}`` (values as YAML, commas inside brackets kept)."""
+    items, depth, current = [], 0, ""
+    for char in text or "":
+        depth += {"[": 1, "{": 1, "]": -1, "}": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            items.append(current)
+            current = ""
+        else:
+            current += char
+    out: dict[str, Any] = {}
+    for item in (*items, current):
+        if not item.strip():
+            continue
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip():
+            raise ParameterError(f"override {item!r} is not key=value")
+        try:
+            out[name.strip()] = yaml.safe_load(raw) if raw.strip() else None
+        except yaml.YAMLError as err:
+            raise ParameterError(f"the value of {name.strip()!r} is not valid YAML ({raw!r})") from err
+    return out
+
+
+def canonical(overrides: Mapping[str, Any]) -> str:
+    """Overrides in one stable text form, sorted (names a variant)."""
+    return ",".join(f"{key}={json.dumps(value)}" for key, value in sorted(overrides.items()))

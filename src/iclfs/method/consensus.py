@@ -1,0 +1,264 @@
+"""Consensus ICLFS: several short runs combined into one ranking (docs/consensus.md).
+
+One ICLFS run is one draw of a noisy method: two seeds share few of their
+top 50 features. A consensus trains ``consensus.members`` networks, each with
+its own seed (weights, views, dropout) and, with ``consensus.subsample < 1``,
+on its own random subset of the samples, as stability selection does
+(Meinshausen and Bühlmann, 2010). Their scores are combined into one ranking:
+
+``mean_rank``
+    Each member's scores are turned into ranks; the consensus orders the
+    features by their mean rank. Ranks ignore how each member scales its
+    scores, which varies from seed to seed.
+``mean_score``
+    The mean of the members' min-max scaled scores.
+
+``consensus.laplacian_weight`` > 0 mixes in the rank of the Laplacian score
+(a named variant beyond the paper). ``members: 1`` is the paper's single
+run: one network, ``training.epochs``, every sample, the run's own seed and
+its raw score, exactly what ICLFS computed before consensus existed.
+
+Per feature it keeps the consensus score, every member's rank and, at each
+k, how many members put the feature in their top k; :func:`member_jaccard`
+says how much the members agree, and :func:`choose_k` picks k from that
+agreement when ``selection.k`` is ``auto``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import ConsensusConfig, RuntimeConfig, TrainingConfig, ViewConfig
+from .model import select_regime
+from .scores import feature_scores, min_max, rank_features, rank_positions
+from .training import TrainingResult, embed, train
+
+
+@dataclass(frozen=True)
+class MemberPlan:
+    """What one member is trained on: its seed and its samples (None: all of them)."""
+
+    index: int
+    seed: int
+    samples: np.ndarray | None
+
+
+@dataclass
+class Member:
+    """A trained member: its plan, its feature scores and its training record."""
+
+    plan: MemberPlan
+    scores: dict[str, np.ndarray]  # every score of method.md §5, (d,) each
+    result: TrainingResult = field(repr=False)
+    seconds: float = 0.0  # wall time: training and scoring
+
+
+def plan_members(n_samples: int, consensus: ConsensusConfig, seed: int) -> list[MemberPlan]:
+    """Seeds and sample subsets of the members of a run seeded ``seed``.
+
+    One member is the run itself (seed ``seed``, every sample). Otherwise each
+    member's seed comes from ``numpy.random.SeedSequence(seed)``, and that seed
+    also draws its subsample of ``max(4, round(subsample n))`` samples, so a
+    member is the same whichever machine or worker trains it.
+    """
+    if consensus.members == 1:
+        return [MemberPlan(0, int(seed), None)]
+    seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(consensus.members)]
+    size = min(n_samples, max(4, round(consensus.subsample * n_samples)))
+    plans = []
+    for index, member_seed in enumerate(seeds):
+        samples = None
+        if size < n_samples:
+            samples = np.sort(np.random.default_rng(member_seed).choice(n_samples, size=size, replace=False))
+        plans.append(MemberPlan(index, member_seed, samples))
+    return plans
+
+
+def member_settings(n_samples: int, training: TrainingConfig, consensus: ConsensusConfig) -> tuple[TrainingConfig, int]:
+    """The training settings and epochs of every member of a run on ``n_samples`` samples.
+
+    A member on a subsample keeps the layer sizes of the whole data (the
+    regime is decided from all ``n_samples``), so every member is the same
+    network shape as the single run but for the attention's width.
+    """
+    if consensus.members == 1:
+        return training, training.epochs
+    regime = select_regime(n_samples, training.regime, training.regime_threshold).name
+    return training.replace(regime=regime), consensus.member_epochs
+
+
+def train_member(A: np.ndarray, plan: MemberPlan, training: TrainingConfig, epochs: int, views: ViewConfig,
+                 runtime: RuntimeConfig, progress_bar=None) -> Member:
+    """Train one member on its samples and score every feature (eval mode, on those samples)."""
+    started = time.perf_counter()
+    A_member = A if plan.samples is None else np.ascontiguousarray(A[:, plan.samples])
+    result = train(A_member, training, views, runtime, plan.seed, epochs=epochs, progress_bar=progress_bar)
+    h, z = embed(result.model, A_member)
+    result.model = result.model.cpu()
+    return Member(plan, feature_scores(h, z), result, time.perf_counter() - started)
+
+
+def train_members(A: np.ndarray, training: TrainingConfig, views: ViewConfig, runtime: RuntimeConfig,
+                  consensus: ConsensusConfig, seed: int) -> list[Member]:
+    """Train every member in turn, with one progress bar over members x epochs.
+
+    Parameters
+    ----------
+    A : array of shape (d, n)
+        The inverted map.
+
+    Returns
+    -------
+    list of Member
+        In member order; ``members: 1`` gives the paper's single run.
+    """
+    from tqdm.auto import tqdm
+
+    member_training, epochs = member_settings(A.shape[1], training, consensus)
+    plans = plan_members(A.shape[1], consensus, seed)
+    d, n = A.shape
+    desc = f"ICLFS {training.schedule} d={d} n={n}" + (f", {len(plans)} members" if len(plans) > 1 else "")
+    with tqdm(total=len(plans) * epochs, desc=desc, unit="epoch", disable=not runtime.progress) as bar:
+        return [train_member(A, plan, member_training, epochs, views, runtime, bar) for plan in plans]
+
+
+def combine(member_scores: np.ndarray, rule: str = "mean_rank") -> np.ndarray:
+    """One consensus score per feature (higher is better) from the members' scores.
+
+    Parameters
+    ----------
+    member_scores : array of shape (members, d)
+        Each member's score of every feature (higher is better).
+    rule : {"mean_rank", "mean_score"}
+
+    Returns
+    -------
+    ndarray of shape (d,)
+        With one member, its scores unchanged. Else ``mean_rank``: 1 minus the
+        mean rank scaled to [0, 1] (1 = ranked first by every member);
+        ``mean_score``: the mean of the min-max scaled scores.
+    """
+    member_scores = np.atleast_2d(np.asarray(member_scores, dtype=np.float64))
+    if member_scores.shape[0] == 1:
+        return member_scores[0].copy()
+    if rule == "mean_rank":
+        return rank_score(member_scores)
+    if rule == "mean_score":
+        return np.mean([min_max(s) for s in member_scores], axis=0)
+    raise ValueError(f"unknown consensus rule {rule!r}; use mean_rank or mean_score")
+
+
+def rank_score(scores: np.ndarray) -> np.ndarray:
+    """1 - (mean rank - 1) / (d - 1) over the rows of ``scores`` (members, d): 1 = first everywhere."""
+    scores = np.atleast_2d(scores)
+    d = scores.shape[1]
+    positions = np.array([rank_positions(rank_features(s)) for s in scores], dtype=np.float64)
+    return 1.0 - (positions.mean(axis=0) - 1.0) / max(d - 1, 1)
+
+
+def fuse_laplacian(scores: np.ndarray, laplacian_scores: np.ndarray, weight: float) -> np.ndarray:
+    """``(1 - weight)`` times the rank score of ``scores`` plus ``weight`` times that of the Laplacian score.
+
+    Both as :func:`rank_score` (lower Laplacian score is better; ``inf`` ranks last).
+    ``weight = 0`` returns ``scores`` unchanged.
+    """
+    if weight == 0:
+        return np.asarray(scores, dtype=np.float64)
+    ls = np.asarray(laplacian_scores, dtype=np.float64)
+    return (1.0 - weight) * rank_score(scores) + weight * rank_score(-np.where(np.isfinite(ls), ls, np.inf))
+
+
+def member_rankings(member_scores: np.ndarray) -> np.ndarray:
+    """Each member's ranking, (members, d) feature indices best first."""
+    return np.array([rank_features(s) for s in np.atleast_2d(member_scores)], dtype=np.int64)
+
+
+def top_k_frequency(rankings: np.ndarray, k: int) -> np.ndarray:
+    """(d,) fraction of the members whose first k features include each feature."""
+    rankings = np.atleast_2d(rankings)
+    counts = np.zeros(rankings.shape[1])
+    for ranking in rankings:
+        counts[ranking[:k]] += 1
+    return counts / rankings.shape[0]
+
+
+def jaccard(a: Sequence, b: Sequence) -> float:
+    """|a & b| / |a | b| of two selections (1 when both are empty)."""
+    a, b = set(np.asarray(a).tolist()), set(np.asarray(b).tolist())
+    union = a | b
+    return len(a & b) / len(union) if union else 1.0
+
+
+def mean_pairwise_jaccard(selections: Sequence[Sequence]) -> float | None:
+    """Mean Jaccard index over every pair of selections; None with fewer than two."""
+    pairs = [jaccard(a, b) for a, b in itertools.combinations(selections, 2)]
+    return float(np.mean(pairs)) if pairs else None
+
+
+def member_jaccard(rankings: np.ndarray, k: int) -> float | None:
+    """Mean pairwise Jaccard of the members' top k; None with one member."""
+    return mean_pairwise_jaccard([ranking[:k] for ranking in np.atleast_2d(rankings)])
+
+
+@dataclass(frozen=True)
+class KChoice:
+    """The k chosen for ``selection.k: auto``, and why."""
+
+    k: int
+    reason: str
+    agreement: dict[int, float]  # per k: median chance-corrected member frequency of the consensus selection
+
+
+def agreement(frequency: np.ndarray, selection: np.ndarray, k: int, d: int) -> float:
+    """Median over the ``selection`` of its features' member top-k frequency, corrected for chance.
+
+    A feature in a random top k out of d has frequency k / d on average, so
+    ``(frequency - k/d) / (1 - k/d)`` is 0 for members that agree by chance
+    and 1 for members that all select it.
+    """
+    chance = k / d
+    if chance >= 1:
+        return 1.0
+    return float(np.median((np.asarray(frequency)[selection] - chance) / (1.0 - chance)))
+
+
+def choose_k(agreements: dict[int, float], threshold: float) -> KChoice:
+    """The largest k whose consensus selection the members agree on at least ``threshold``.
+
+    Without one, the smallest k: the members agree on no list of that size,
+    and the shortest list is the one to check first.
+    """
+    ks = sorted(agreements)
+    agreed = [k for k in ks if agreements[k] >= threshold]
+    shown = ", ".join(f"k = {k}: {agreements[k]:.2f}" for k in ks)
+    if agreed:
+        k = agreed[-1]
+        reason = (f"k = {k} is the largest k whose selected features the members agree on at least "
+                  f"{threshold:g} (median chance-corrected top-k frequency; {shown})")
+    else:
+        k = ks[0]
+        reason = (f"no k reaches the agreement threshold {threshold:g} ({shown}); the smallest k, {k}, is used: "
+                  "the members disagree, so treat the list with care")
+    return KChoice(k, reason, dict(agreements))
+
+
+def state_dicts(members: Sequence[Member]) -> dict:
+    """Every member's trained weights, ``{"member_<i>": state_dict}`` (one member: its state dict alone)."""
+    if len(members) == 1:
+        return members[0].result.model.state_dict()
+    return {f"member_{m.plan.index}": m.result.model.state_dict() for m in members}
+
+
+def total_epochs(members: Sequence[Member]) -> int:
+    return sum(len(m.result.history) for m in members)
+
+
+def total_seconds(members: Sequence[Member]) -> float:
+    """Wall time of training and scoring every member: a consensus's cost, one run's for ``members: 1``."""
+    return float(sum(m.seconds for m in members))
+

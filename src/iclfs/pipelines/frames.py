@@ -1,0 +1,31 @@
+"""The catalog's tables as the method's arrays: shared by the stage nodes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import pandas as pd
+
+
+def laplacian_vector(laplacian_scores: pd.DataFrame) -> np.ndarray:
+    """The ``laplacian_scores`` artifact as a (d,) array in feature order."""
+    return laplacian_scores.set_index("feature_index")["laplacian_score"].sort_index().to_numpy()
+
+
+def selections(selected_features: pd.DataFrame) -> dict[int, np.ndarray]:
+    """The ``selected_features`` artifact as ``{k: feature indices, best first}``."""
+    return {int(k): group.sort_values("rank")["feature_index"].to_numpy()
+            for k, group in selected_features.groupby("k")}
+
+
+def frequencies(feature_ranking: pd.DataFrame) -> dict[int, np.ndarray]:
+    """``{k: (d,) member top-k frequency}`` from ``feature_ranking``'s ``top_<k>_frequency`` columns."""
+    by_index = feature_ranking.sort_values("feature_index")
+    return {int(c.split("_")[1]): by_index[c].to_numpy() for c in feature_ranking.columns
+            if c.startswith("top_") and c.endswith("_frequency")}
+
+
+def partitions(loaded: Mapping[str, Callable[[], pd.DataFrame] | pd.DataFrame] | None) -> dict[str, pd.DataFrame]:
+    """A ``PartitionedDataset``'s load (``{partition: load function}``) as ``{partition: table}``."""
+    return {key: value() if callable(value) else value for key, value in (loaded or {}).items()}

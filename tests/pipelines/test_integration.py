@@ -1,0 +1,313 @@
+"""The whole project through a KedroSession, in a throw-away copy of the project.
+
+The copy has its own data/ and mlflow.db, so tests never touch the user's.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import warnings
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.io
+import yaml
+from kedro.framework.session import KedroSession
+from kedro.framework.startup import bootstrap_project
+
+from tests.conftest import FAST_OVERRIDES, PROJECT_ROOT
+
+SMALL_SYNTHETIC = {
+    "type": "iclfs.io.datasets.SyntheticDataset",
+    "n_samples": 40,
+    "n_classes": 2,
+    "n_informative": 6,
+    "n_redundant": 4,
+    "n_noise": 30,
+    "seed": 1,
+}
+
+
+def versions(root: Path, layer_file: str) -> list[str]:
+    """Version folders of one artifact, oldest first."""
+    return sorted(p.name for p in (root / "data" / layer_file).iterdir())
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch, base_parameters) -> Path:
+    """A copy of the project with fast local overrides, as the working directory."""
+    root = tmp_path / "project"
+    shutil.copytree(PROJECT_ROOT / "conf", root / "conf", ignore=shutil.ignore_patterns("local"))
+    shutil.copy(PROJECT_ROOT / "pyproject.toml", root / "pyproject.toml")
+    (root / "src").mkdir()  # iclfs itself is imported from the installed package
+    (root / "conf" / "local").mkdir()
+    params = {section: {**base_parameters[section], **FAST_OVERRIDES[section]} for section in FAST_OVERRIDES}
+    (root / "conf" / "local" / "parameters.yml").write_text(yaml.safe_dump(params))
+    (root / "conf" / "local" / "catalog.yml").write_text(yaml.safe_dump({"raw_data": SMALL_SYNTHETIC}))
+    # An absolute store path: mlflow caches stores by URI, so the relative
+    # sqlite:///mlflow.db of conf/base would reach an earlier test's file.
+    mlflow_conf = yaml.safe_load((PROJECT_ROOT / "conf" / "base" / "mlflow.yml").read_text())
+    mlflow_conf["server"]["mlflow_tracking_uri"] = f"sqlite:///{root / 'mlflow.db'}"
+    (root / "conf" / "local" / "mlflow.yml").write_text(yaml.safe_dump(mlflow_conf))
+    monkeypatch.chdir(root)
+    bootstrap_project(root)
+    yield root
+    mlflow.set_tracking_uri(None)
+
+
+def run_session(root: Path, session_class: type[KedroSession] = KedroSession, **kwargs) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            with session_class.create(project_path=root, runtime_params=kwargs.pop("runtime_params", None)) as session:
+                session.run(**kwargs)
+        finally:
+            # kedro-mlflow marks its run FINISHED in the store but leaves it on
+            # mlflow's in-process run stack; a second session in the same
+            # process would otherwise attach to it.
+            while mlflow.active_run() is not None:
+                mlflow.end_run()
+
+
+def mlflow_runs(root: Path) -> list:
+    mlflow.set_tracking_uri(f"sqlite:///{root / 'mlflow.db'}")
+    return mlflow.search_runs(experiment_names=["iclfs"], output_format="list", order_by=["start_time ASC"])
+
+
+def test_default_run_writes_versioned_artifacts_and_an_mlflow_run(project):
+    run_session(project)
+
+    outputs = {
+        "03_primary/synthetic/standardized_data.npy",
+        "05_model_input/synthetic/inverted_data.npy",
+        "02_intermediate/synthetic/view_sample.npz",
+        "06_models/synthetic/model_state.pt",
+        "07_model_output/synthetic/training_history.csv",
+        "07_model_output/synthetic/embeddings.npz",
+        "07_model_output/synthetic/feature_ranking.csv",
+        "07_model_output/synthetic/laplacian_scores.csv",
+        "07_model_output/synthetic/selected_features.csv",
+        "08_reporting/synthetic/evaluation_table.csv",
+        "08_reporting/synthetic/evaluation_summary.json",
+        "08_reporting/synthetic/accuracy_vs_k.png",
+    }
+    run_versions = {tuple(versions(project, path)) for path in outputs}
+    assert len(run_versions) == 1 and len(next(iter(run_versions))) == 1, run_versions
+    version = next(iter(run_versions))[0]
+    table = pd.read_csv(project / "data/08_reporting/synthetic/evaluation_table.csv" / version / "evaluation_table.csv")
+    assert list(table["k"]) == [5, 10]
+    assert {"accuracy_mean", "accuracy_std", "nmi_mean", "informative_recall"} <= set(table.columns)
+
+    (run,) = mlflow_runs(project)
+    assert run.info.status == "FINISHED"
+    assert run.data.params["training.epochs"] == "2"
+    assert run.data.params["lgrc.k_values"] == "[5, 10]"
+    client = mlflow.MlflowClient()
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "training_loss")] == [0, 1]
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "evaluation.accuracy_mean")] == [5, 10]
+    assert "evaluation.best_k" in run.data.metrics
+    artifacts = {a.path for folder in ("model", "plots", "tables")
+                 for a in client.list_artifacts(run.info.run_id, folder)}
+    assert {"model/model_state.pt", "plots/accuracy_vs_k.png", "plots/training_loss.png",
+            "tables/selected_features.csv", "tables/evaluation_table.csv"} <= artifacts
+
+
+def test_each_stage_reruns_alone_from_saved_inputs_and_keeps_old_versions(project):
+    run_session(project)
+    ranking_path = project / "data/07_model_output/synthetic/feature_ranking.csv"
+    (first,) = versions(project, "07_model_output/synthetic/feature_ranking.csv")
+    before = (ranking_path / first / "feature_ranking.csv").read_bytes()
+
+    for name in ("data_processing", "views", "training", "ranking", "laplacian", "lgrc", "evaluation"):
+        run_session(project, pipeline_names=[name])
+
+    assert len(versions(project, "07_model_output/synthetic/feature_ranking.csv")) == 2
+    assert len(versions(project, "08_reporting/synthetic/evaluation_table.csv")) == 2
+    assert (ranking_path / first / "feature_ranking.csv").read_bytes() == before
+    assert len(mlflow_runs(project)) == 8
+
+
+def test_runtime_data_source_separates_artifacts(project):
+    run_session(project, pipeline_names=["data_processing"], runtime_params={"data_source": "other"})
+    assert versions(project, "03_primary/other/standardized_data.npy")
+    assert not (project / "data/03_primary/synthetic").exists()
+
+
+def test_mat_without_x_fails_before_anything_is_written(project):
+    bad = project / "bad.mat"
+    scipy.io.savemat(bad, {"data": np.ones((8, 20)), "Y": np.arange(8)})
+    catalog = {"raw_data": {"type": "iclfs.io.datasets.FeatureTableDataset", "filepath": str(bad)}}
+    (project / "conf/local/catalog.yml").write_text(yaml.safe_dump(catalog))
+    with pytest.raises(Exception, match=r"bad\.mat: no data matrix under key 'X'; keys found: \['Y', 'data'\]"):
+        run_session(project)
+    assert not (project / "data").exists() or not any(p.is_file() for p in (project / "data").rglob("*"))
+
+
+def test_csv_with_nan_fails_naming_the_position_before_anything_is_written(project):
+    frame = pd.DataFrame(np.random.default_rng(0).normal(size=(12, 20)), columns=[f"g{i}" for i in range(20)])
+    frame.iloc[3, 7] = np.nan
+    frame.to_csv(project / "table.csv", index=False)
+    catalog = {"raw_data": {"type": "iclfs.io.datasets.FeatureTableDataset", "filepath": str(project / "table.csv")}}
+    (project / "conf/local/catalog.yml").write_text(yaml.safe_dump(catalog))
+    with pytest.raises(Exception, match=r"1 NaN and 0 infinite value\(s\).*\(row 3, column 7\)"):
+        run_session(project)
+    assert not (project / "data").exists() or not any(p.is_file() for p in (project / "data").rglob("*"))
+
+
+def test_notebook_runs_against_a_finished_run(project):
+    """Every code cell of notebooks/inspect_run.ipynb executes against the run's catalog."""
+    import matplotlib
+    import nbformat
+
+    matplotlib.use("Agg")
+    run_session(project)
+    notebook = nbformat.read(PROJECT_ROOT / "notebooks" / "inspect_run.ipynb", as_version=4)
+    nbformat.validate(notebook)
+    namespace: dict = {}
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            exec(compile(cell.source, "inspect_run.ipynb", "exec"), namespace)
+    assert namespace["summary"]["best_k"] in (5, 10)
+    assert len(namespace["history"]) == 2
+
+
+def test_unwritable_output_folder_stops_the_run_before_any_node(project):
+    (project / "data" / "07_model_output").mkdir(parents=True)
+    (project / "data" / "07_model_output" / "synthetic").write_text("a file where a folder should be")
+    with pytest.raises(PermissionError, match=r"feature_ranking \(\S*data/07_model_output/synthetic/feature_ranking.csv\)"
+                                              r": .*synthetic is a file, not a folder"):
+        run_session(project)
+    assert not (project / "data" / "03_primary").exists()
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in (root / "data").rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGTERM"])
+def test_run_killed_mid_training_leaves_earlier_versions_intact(project, signal_name):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run_session(project)
+    before = snapshot(project)
+
+    env = {**os.environ, "KEDRO_DISABLE_TELEMETRY": "1", "PYTHONUNBUFFERED": "1"}
+    log = project / "killed.log"
+    with log.open("w") as handle:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "kedro", "run", "--params", "training.epochs=100000"],
+            cwd=project, env=env, stdout=handle, stderr=subprocess.STDOUT,
+        )
+        try:
+            deadline = time.time() + 300
+            while "Running node: train_model" not in log.read_text() and time.time() < deadline \
+                    and process.poll() is None:
+                time.sleep(0.5)
+            assert "Running node: train_model" in log.read_text(), log.read_text()[-2000:]
+            time.sleep(3.0)  # well inside the 100000 epochs
+            process.send_signal(getattr(signal, signal_name))
+            process.wait(timeout=60)
+        finally:
+            if process.poll() is None:  # never leave a 100000-epoch run behind
+                process.kill()
+                process.wait()
+    assert process.returncode != 0
+
+    after = snapshot(project)
+    for path, content in before.items():
+        assert after.get(path) == content, f"{path} changed or vanished after the killed run"
+    assert not any("06_models" in p for p in set(after) - set(before)), "the killed run saved a model"
+
+    run_session(project)
+    assert len(versions(project, "07_model_output/synthetic/selected_features.csv")) == 2
+    assert len(versions(project, "06_models/synthetic/model_state.pt")) == 2
+
+
+def test_select_on_an_unlabeled_csv_twice_reports_what_changed(project):
+    """The production path: a CSV with a header and an id column, no labels, refreshed."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(30, 24)), columns=[f"gene_{j}" for j in range(24)])
+    frame.insert(0, "sample_id", [f"s{i}" for i in range(30)])
+    frame.to_csv(project / "expression.csv", index=False)
+    catalog = {"raw_data": {"type": "iclfs.io.datasets.FeatureTableDataset", "filepath": str(project / "expression.csv"),
+                            "id_column": "sample_id"}}
+    (project / "conf/local/catalog.yml").write_text(yaml.safe_dump(catalog))
+
+    run_session(project, pipeline_names=["select"], runtime_params={"data_source": "expression"})
+    (first,) = versions(project, "07_model_output/expression/selected_feature_list.csv")
+    listing = pd.read_csv(project / "data/07_model_output/expression/selected_feature_list.csv" / first
+                          / "selected_feature_list.csv")
+    assert listing["feature_name"].str.startswith("gene_").all() and len(listing) == 5
+    reduced = pd.read_parquet(project / "data/07_model_output/expression/reduced_data.parquet" / first
+                              / "reduced_data.parquet")
+    assert list(reduced.columns) == listing["feature_name"].tolist()
+    stability = json.loads((project / "data/08_reporting/expression/selection_stability.json" / first
+                            / "selection_stability.json").read_text())
+    assert stability["previous_version"] is None
+    assert not (project / "data/08_reporting/expression/evaluation_table.csv").exists()
+
+    run_session(project, pipeline_names=["select"], runtime_params={"data_source": "expression"})
+    second = versions(project, "08_reporting/expression/selection_stability.json")[-1]
+    stability = json.loads((project / "data/08_reporting/expression/selection_stability.json" / second
+                            / "selection_stability.json").read_text())
+    assert stability["previous_version"] == first
+    assert stability["per_k"]["5"]["jaccard"] == 1.0  # same data, same seed
+    runs = mlflow_runs(project)
+    assert mlflow.MlflowClient().get_metric_history(runs[-1].info.run_id, "stability.jaccard")
+
+
+def test_airflow_dag_for_select_compiles_with_the_expected_tasks(project):
+    """`kedro airflow create` writes a DAG whose tasks are the select pipeline's nodes."""
+    import ast
+    import subprocess
+    import sys
+
+    from iclfs.pipeline_registry import register_pipelines
+
+    done = subprocess.run(
+        [sys.executable, "-m", "kedro", "airflow", "create", "--pipelines", "select", "--group-by", "memory",
+         "--target-dir", "dags"],
+        cwd=project, capture_output=True, text=True, env={**__import__("os").environ, "KEDRO_DISABLE_TELEMETRY": "1"},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (dag_file,) = (project / "dags").glob("*.py")
+    source = dag_file.read_text()
+    compile(source, str(dag_file), "exec")  # valid Python (Airflow itself is not installed here)
+    ast.parse(source)
+    assert 'schedule="0 3 * * *"' in source and "catchup=False" in source
+    # no grouping was needed: every node's outputs are persisted, so each node is its own task
+    for node in register_pipelines()["select"].nodes:
+        assert f'node_names=["{node.name}"]' in source, node.name
+
+
+def test_unreachable_mlflow_server_fails_fast_with_the_uri_named(project):
+    import socket
+
+    with socket.socket() as sock:  # a loopback port that nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    conf = yaml.safe_load((project / "conf/local/mlflow.yml").read_text())
+    conf["server"]["mlflow_tracking_uri"] = f"http://127.0.0.1:{port}"
+    (project / "conf/local/mlflow.yml").write_text(yaml.safe_dump(conf))
+    with pytest.raises(ConnectionError, match=rf"MLflow tracking server http://127.0.0.1:{port} .* does not answer"):
+        run_session(project)
+    assert not (project / "data").exists()
+
+
+def test_local_parameters_override_single_keys_of_a_section(project):
+    (project / "conf/local/parameters.yml").write_text(yaml.safe_dump({"lgrc": {"k_values": [4, 8]},
+                                                                       "select": {"k": 4},
+                                                                       "training": {"epochs": 1, "progress": False},
+                                                                       "evaluation": {"n_runs": 2}}))
+    with KedroSession.create(project_path=project) as session:
+        params = session.load_context().params
+    assert params["lgrc"] == {"enabled": True, "k_values": [4, 8], "alpha": 1.5, "quantile": 0.75}
+    assert params["training"]["epochs"] == 1 and params["training"]["temperature"] == 0.05
