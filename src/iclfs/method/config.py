@@ -183,7 +183,7 @@ class TrainingConfig(Section):
     decorrelation_weight: float | None = param(None, optional(number(0)), "lambda; null: the regime's")
     dropout: float = param(0.1, number(0, 1, high_open=True), "encoder dropout")
     leaky_slope: float = param(0.2, number(0), "LeakyReLU slope of the encoder")
-    bn_momentum: float = param(0.01, number(0, 1), "momentum of every BatchNorm layer")
+    bn_momentum: float = param(0.01, number(0, 1, high_open=True), "momentum of every BatchNorm layer")
     use_attention: bool = param(True, boolean, "false: the ablation without attention")
     use_decorrelation: bool = param(True, boolean, "false: the ablation without decorrelation")
 
