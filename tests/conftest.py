@@ -14,24 +14,35 @@ os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = PROJECT_ROOT.parent / "shared" / "datasets"
 
-# Overrides that make a full run take seconds: 2 epochs, small k, 3 k-means runs.
+# Overrides that make a full run take seconds: one 2-epoch run, small k, 3 k-means runs, one thread.
 FAST_OVERRIDES = {
-    "training": {"epochs": 2, "progress": False},
-    "lgrc": {"k_values": [5, 10]},
+    "training": {"epochs": 2},
+    "runtime": {"progress": False, "num_threads": 1},
+    "consensus": {"members": 1},
+    "selection": {"k": 5, "k_values": [5, 10]},
     "evaluation": {"n_runs": 3},
-    "select": {"k": 5},
 }
+# A consensus that still takes seconds: three 2-epoch members on half the samples.
+CONSENSUS_OVERRIDES = {"consensus": {"members": 3, "member_epochs": 2, "subsample": 0.5}}
+
+
+def config_loader(conf: Path = PROJECT_ROOT / "conf", env: str = "base"):
+    """Kedro's config loader as the project's settings build it (the data_source resolver included)."""
+    from kedro.config import OmegaConfigLoader
+
+    from iclfs.settings import CONFIG_LOADER_ARGS
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return OmegaConfigLoader(str(conf), **{**CONFIG_LOADER_ARGS, "default_run_env": env})
 
 
 @pytest.fixture(scope="session")
 def base_parameters() -> dict:
     """The parameters exactly as conf/base defines them."""
-    from kedro.config import OmegaConfigLoader
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        loader = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), base_env="base", default_run_env="base")
-        return dict(loader["parameters"])
+        return dict(config_loader()["parameters"])
 
 
 @pytest.fixture

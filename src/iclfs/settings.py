@@ -3,9 +3,15 @@
 from kedro.config import OmegaConfigLoader
 
 from iclfs.pipelines.resolvers import data_source
-from iclfs.pipelines.hooks import MlflowArtifactHook, MlflowPreflightHook, OutputPreflightHook, ParameterCheckHook
+from iclfs.pipelines.hooks import (
+    MlflowArtifactHook,
+    MlflowPreflightHook,
+    OutputPreflightHook,
+    ParameterCheckHook,
+    RunSummaryHook,
+)
 
-HOOKS = (MlflowPreflightHook(), ParameterCheckHook(), OutputPreflightHook(), MlflowArtifactHook())
+HOOKS = (MlflowPreflightHook(), ParameterCheckHook(), OutputPreflightHook(), MlflowArtifactHook(), RunSummaryHook())
 
 CONFIG_LOADER_CLASS = OmegaConfigLoader
 CONFIG_LOADER_ARGS = {

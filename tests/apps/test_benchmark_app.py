@@ -1,239 +1,250 @@
-"""The full-run benchmark command: parameters, one real tiny run, merging, the fast/paper comparison."""
+"""The benchmark grid command: one cell file per (dataset, method, seed), computed once, then the report."""
 
 from __future__ import annotations
 
-import json
+import os
+import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.io
-import yaml
 
-from iclfs.apps import benchmark as full_run
-from tests.conftest import PROJECT_ROOT
+from iclfs.apps import benchmark
+from iclfs.evaluation.benchmark import BASELINE_NAMES, RESULT_COLUMNS, cell_key, method_name
+from iclfs.io.tables import read_feature_table
+from iclfs.method import chain
+from iclfs.method.config import Settings
 
-
-def test_parameters_are_the_pipelines(base_parameters):
-    parameters = full_run.load_parameters(PROJECT_ROOT / "conf", envs=("base",))
-    assert parameters == {key: base_parameters[key] for key in ("seed", *full_run.PARAMETER_SECTIONS)}
-    assert full_run.TARGET_POINTS == base_parameters["benchmark_report"]["target_points"]
-
-
-def test_a_local_section_sets_only_the_keys_it_names(tmp_path):
-    base, local = tmp_path / "base", tmp_path / "local"
-    base.mkdir(), local.mkdir()
-    sections = {key: {"a": 1, "b": 2} for key in full_run.PARAMETER_SECTIONS}
-    (base / "parameters.yml").write_text(yaml.safe_dump({"seed": 42, **sections}))
-    (local / "parameters.yml").write_text(yaml.safe_dump({"seed": 7, "training": {"b": 3}}))
-    parameters = full_run.load_parameters(tmp_path)
-    assert parameters["seed"] == 7 and parameters["training"] == {"a": 1, "b": 3} and parameters["lgrc"]["b"] == 2
-    with pytest.raises(FileNotFoundError, match="parameters .*'views'.* not found"):
-        (base / "parameters.yml").write_text(yaml.safe_dump({"seed": 42, "training": {}}))
-        full_run.load_parameters(tmp_path)
+# One epoch (a member's too, whatever the default consensus), two k-means runs, one torch thread; the tiny
+# table has 60 features, so the default k = 50 fits.
+SET = "training.epochs=1,consensus.member_epochs=1,evaluation.n_runs=2,runtime.num_threads=1"
+FEW_BASELINES = ["--baselines", "laplacian_score", "random", "all_features"]
 
 
-def _tiny(path):
-    rng = np.random.default_rng(0)
+def _tiny(path, seed=0):
+    """30 samples x 60 features, 2 classes, 5 informative columns, in scikit-feature's layout (X, Y)."""
+    rng = np.random.default_rng(seed)
     y = np.repeat([1, 2], 15)
-    X = rng.normal(size=(30, 40))
+    X = rng.normal(size=(30, 60))
     X[:, :5] += 3 * (y[:, None] - 1)
     scipy.io.savemat(path, {"X": X, "Y": y[:, None]})
 
 
-def _conf(tmp_path, base_parameters):
-    """conf/base as the project's, with 2 epochs, k in {5, 10} and 3 k-means runs."""
-    base = tmp_path / "conf" / "base"
-    base.mkdir(parents=True)
-    parameters = {key: base_parameters[key] for key in ("seed", *full_run.PARAMETER_SECTIONS)}
-    parameters["training"] = {**parameters["training"], "epochs": 2}
-    parameters["lgrc"] = {**parameters["lgrc"], "k_values": [5, 10, 50]}  # 50 > d: left out
-    parameters["evaluation"] = {"n_runs": 3}
-    (base / "parameters.yml").write_text(yaml.safe_dump(parameters))
-    return tmp_path / "conf"
+@pytest.fixture
+def data(tmp_path):
+    folder = tmp_path / "mats"
+    folder.mkdir()
+    _tiny(folder / "COIL20.mat")  # a benchmark dataset's name, so the report's headline has its row
+    return folder
 
 
-def test_command_runs_both_schedules_then_keeps_and_replaces_runs(tmp_path, base_parameters):
-    _tiny(tmp_path / "COIL20.mat")
-    conf = _conf(tmp_path, base_parameters)
-    output = tmp_path / "full_run.md"
-    common = ["--datasets", "COIL20", "--datasets-dir", str(tmp_path), "--device", "cpu", "--conf", str(conf),
-              "--output", str(output), "--notes", str(tmp_path / "absent.md")]
-    full_run.main([*common, "--schedules", "fast", "paper"])
-
-    report = json.loads(output.with_suffix(".json").read_text())
-    assert [(r["schedule"], r["precision"], r["seed"], r["epochs"]) for r in report["runs"]] == [
-        ("fast", "fp32", 42, 2), ("paper", "fp32", 42, 2)]
-    run = report["runs"][0]
-    assert (run["d"], run["n"], run["classes"], run["regime"]) == (40, 30, 2, "small")
-    assert [row["k"] for row in run["rows"]] == [5, 10] and run["best"] in run["rows"]
-    assert len(run["epoch_seconds"]) == 2 and run["peak_cuda_bytes"] is None
-    text = output.read_text()
-    assert "| COIL20 | 30 x 40 | fast | fp32 | 42 | 2 |" in text and "## Analysis" not in text
-    assert "| cpu | fast | fp32 | 42 | 2 | 1 of 10 |" in text.split("## Total training time")[1]
-    assert "| COIL20 | cpu | 2 |" in text.split("## `fast` against `paper`")[1]
-
-    full_run.main([*common, "--schedules", "fast", "--seeds", "43", "--keep", str(output.with_suffix(".json"))])
-    again = json.loads(output.with_suffix(".json").read_text())
-    assert [(r["schedule"], r["seed"]) for r in again["runs"]] == [("fast", 42), ("fast", 43), ("paper", 42)]
-    assert again["runs"][0] == run  # kept as it was
-    assert [c["command"].split("--schedules")[1].strip() for c in again["commands"]] == [
-        "fast paper", "fast --seeds 43 --keep " + str(output.with_suffix(".json"))]
-
-    full_run.main([*common, "--schedules", "fast", "--keep", str(output.with_suffix(".json"))])
-    assert len(json.loads(output.with_suffix(".json").read_text())["runs"]) == 3  # seed 42 replaced, not added
+def _run(data, cells, *extra, seeds=("42",), overrides=SET):
+    benchmark.main(["run", "--datasets", "COIL20", "--seeds", *seeds, "--set", overrides, "--cells", str(cells),
+                    "--data-dirs", str(data), *extra])
 
 
-def test_a_run_without_attention_records_no_kernel(tmp_path, base_parameters):
-    _tiny(tmp_path / "t.mat")
-    parameters, params = full_run.apply_params(full_run.load_parameters(_conf(tmp_path, base_parameters)),
-                                               "training.use_attention=false")
-    run = full_run.run_one(tmp_path / "t.mat", "t", parameters, "fast", 42, {"device": "cpu"}, params)
-    assert run["attention_kernel"] is None and run["params"] == "training.use_attention=false"
+def _files(cells):
+    return sorted(str(p.relative_to(cells)) for p in cells.rglob("*") if p.is_file())
 
 
-def test_same_seed_same_result_on_cpu(tmp_path, base_parameters):
-    _tiny(tmp_path / "t.mat")
-    parameters = full_run.load_parameters(_conf(tmp_path, base_parameters))
-    first, second = (full_run.run_one(tmp_path / "t.mat", "t", parameters, "fast", 3, {"device": "cpu"})
-                     for _ in range(2))
-    assert first["rows"] == second["rows"] and first["final_loss"] == second["final_loss"]
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory):
+    """One run of every method at seeds 42 and 43, shared by the tests that only read it."""
+    root = tmp_path_factory.mktemp("grid")
+    (root / "mats").mkdir()
+    _tiny(root / "mats" / "COIL20.mat")
+    _run(root / "mats", root / "cells", seeds=("42", "43"))
+    return root
 
 
-def test_a_missing_file_or_bad_setting_stops_before_any_output(tmp_path, capsys):
-    output = tmp_path / "full_run.md"
+def test_a_run_writes_one_cell_per_method_and_seed(grid):
+    iclfs = method_name(Settings().with_overrides(SET))
+    expected = sorted(f"{cell_key('COIL20', method, seed)}.csv"
+                      for method in (iclfs, *BASELINE_NAMES.values()) for seed in (42, 43))
+    assert _files(grid / "cells") == expected  # and no temporary file left behind
+    for name in expected:
+        table = pd.read_csv(grid / "cells" / name, keep_default_na=False, na_values=[""])
+        assert list(table.columns) == RESULT_COLUMNS
+        assert len(set(zip(table["dataset"], table["method"], table["seed"], strict=True))) == 1
+        assert (table["dataset"] == "COIL20").all() and name.endswith(f"seed_{table['seed'].iloc[0]}.csv")
+    cell = pd.read_csv(grid / "cells" / f"{cell_key('COIL20', iclfs, 42)}.csv")
+    # k = 50 is the only k of the default grid up to d = 60; one epoch per member, two k-means runs
+    members = Settings().with_overrides(SET).consensus.members
+    assert list(cell["k"]) == [50] and (cell["n_runs"] == 2).all() and (cell["epochs"] == members).all()
+    assert (cell["method"] == iclfs).all() and (cell["device"] == "cpu").all()
+    everything = pd.read_csv(grid / "cells" / f"{cell_key('COIL20', 'all features', 43)}.csv")
+    assert list(everything["k"]) == [60] and (everything["schedule"] == "none").all()
+    random = pd.read_csv(grid / "cells" / f"{cell_key('COIL20', 'random', 42)}.csv", keep_default_na=False,
+                         na_values=[""])
+    assert (random["n_runs"] == 5 * 2).all()  # five random rankings, their runs pooled
+
+
+def test_the_cells_selected_column_holds_the_selection(grid):
+    settings = Settings().with_overrides(SET).with_overrides("seed=42,runtime.progress=false")
+    result = chain.run(read_feature_table(grid / "mats" / "COIL20.mat"), settings)
+    cell = pd.read_csv(grid / "cells" / f"{cell_key('COIL20', method_name(settings), 42)}.csv")
+    selected = [int(j) for j in cell.loc[cell["k"] == 50, "selected"].iloc[0].split()]
+    np.testing.assert_array_equal(selected, result.selections[50])  # best first, as the chain hands them on
+    # a baseline's cell too: LS is the first k by ascending Laplacian score
+    ls = pd.read_csv(grid / "cells" / f"{cell_key('COIL20', 'LS', 42)}.csv")
+    chosen = [int(j) for j in ls["selected"].iloc[0].split()]
+    np.testing.assert_array_equal(chosen, np.argsort(result.laplacian_scores, kind="stable")[:50])
+
+
+def test_a_second_identical_run_plans_nothing_and_touches_no_file(grid, capsys):
+    cells = grid / "cells"
+    before = {name: ((cells / name).stat().st_mtime_ns, (cells / name).read_bytes()) for name in _files(cells)}
+    capsys.readouterr()
+    _run(grid / "mats", cells, seeds=("42", "43"))
+    assert "0 job(s) to run: none" in capsys.readouterr().out
+    after = {name: ((cells / name).stat().st_mtime_ns, (cells / name).read_bytes()) for name in _files(cells)}
+    assert after == before
+    jobs = benchmark.plan(["COIL20"], [42, 43], "", [str(grid / "mats")], cells, iclfs=True,
+                          baselines=list(BASELINE_NAMES), force=False)
+    assert jobs == []
+
+
+def test_force_recomputes_the_cells_with_the_same_result_on_cpu(data, tmp_path, capsys):
+    cells = tmp_path / "cells"
+    _run(data, cells, *FEW_BASELINES)
+    first = benchmark.read_cells(cells)
+    old = 1_000_000_000  # 2001: any rewrite moves the mtime
+    for path in cells.rglob("*.csv"):
+        os.utime(path, ns=(old, old))
+    capsys.readouterr()
+    _run(data, cells, *FEW_BASELINES, "--force")
+    assert "1 job(s) to run: COIL20@42" in capsys.readouterr().out
+    files = list(cells.rglob("*.csv"))
+    assert len(files) == 4 and all(path.stat().st_mtime_ns > old for path in files)
+    # the same seed on the same CPU and thread count: the same selections and scores
+    again = benchmark.read_cells(cells)
+    same = ["k", "accuracy_mean", "accuracy_std", "nmi_mean", "nmi_std", "n_runs", "epochs", "selected"]
+    assert sorted(again) == sorted(first)
+    for key, table in first.items():
+        pd.testing.assert_frame_equal(again[key][same], table[same])
+
+
+def test_only_the_missing_cells_are_planned(data, tmp_path):
+    cells = tmp_path / "cells"
+    settings = Settings().with_overrides(SET)
+    iclfs_cell = cells / f"{cell_key('COIL20', method_name(settings), 42)}.csv"
+    ls_cell = cells / f"{cell_key('COIL20', 'LS', 43)}.csv"
+    for path in (iclfs_cell, ls_cell):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("present\n")
+    jobs = benchmark.plan(["COIL20"], [42, 43], SET, [str(data)], cells, iclfs=True,
+                          baselines=["laplacian_score", "random"], force=False)
+    assert [(j.seed, j.iclfs, j.baselines) for j in jobs] == [(42, False, ("laplacian_score", "random")),
+                                                              (43, True, ("random",))]
+    assert all(j.path == str(data / "COIL20.mat") and j.overrides == SET for j in jobs)
+    # --force plans every cell; --baselines-only and --no-baselines plan one side only
+    forced = benchmark.plan(["COIL20"], [42], SET, [str(data)], cells, iclfs=True, baselines=["random"], force=True)
+    assert [(j.iclfs, j.baselines) for j in forced] == [(True, ("random",))]
+    only = benchmark.plan(["COIL20"], [43], SET, [str(data)], cells, iclfs=False, baselines=["laplacian_score"],
+                          force=False)
+    assert only == []
+    none = benchmark.plan(["COIL20"], [42], SET, [str(data)], cells, iclfs=True, baselines=[], force=False)
+    assert none == []
+
+
+def test_baselines_only_trains_nothing(data, tmp_path, monkeypatch):
+    monkeypatch.setattr(chain, "fit_members", lambda *a, **k: pytest.fail("trained a network"))
+    cells = tmp_path / "cells"
+    _run(data, cells, "--baselines-only", "--baselines", "laplacian_score")
+    assert _files(cells) == [f"{cell_key('COIL20', 'LS', 42)}.csv"]
+
+
+def test_no_baselines_writes_the_iclfs_cell_alone(data, tmp_path):
+    cells = tmp_path / "cells"
+    _run(data, cells, "--no-baselines")
+    assert _files(cells) == [f"{cell_key('COIL20', method_name(Settings().with_overrides(SET)), 42)}.csv"]
+
+
+def test_a_changed_setting_is_its_own_method_and_leaves_the_others_alone(grid, tmp_path):
+    cells = tmp_path / "cells"
+    shutil.copytree(grid / "cells", cells)
+    before = {name: (cells / name).read_bytes() for name in _files(cells)}
+    _run(grid / "mats", cells, "--no-baselines", overrides=SET + ",selection.use_lgrc=false")
+    added = sorted(set(_files(cells)) - set(before))
+    assert added == [f"{cell_key('COIL20', 'ICLFS-WL [fast]', 42)}.csv"]
+    assert all((cells / name).read_bytes() == content for name, content in before.items())
+
+
+def test_a_bad_setting_stops_before_any_file_is_written(data, tmp_path, capsys):
+    cells = tmp_path / "cells"
     with pytest.raises(SystemExit):
-        full_run.main(["--datasets", "nci9", "--datasets-dir", str(tmp_path), "--device", "cpu",
-                       "--conf", str(PROJECT_ROOT / "conf"), "--output", str(output)])
-    assert f"dataset file(s) not found: {tmp_path / 'nci9.mat'}" in capsys.readouterr().err
+        _run(data, cells, overrides="training.epoch=1")
+    assert "unknown parameter 'training.epoch'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        full_run.main(["--device", "cpu", "--precision", "bf16", "--conf", str(PROJECT_ROOT / "conf"),
-                       "--output", str(output)])
-    assert "training.precision 'bf16' needs a CUDA device" in capsys.readouterr().err
-    assert not output.exists() and not output.with_suffix(".json").exists()
-
-
-def _run(schedule, seed, accuracy, std=0.01, precision=None):
-    return {"dataset": "X", "device": "cuda", "epochs": 100, "schedule": schedule, "seed": seed,
-            "precision": precision or ("tf32" if schedule == "fast" else "fp32"),
-            "best": {"accuracy_mean": accuracy, "accuracy_std": std}}
-
-
-def test_parity_uses_the_k_means_std_and_with_several_seeds_the_seed_spread():
-    one_seed = full_run.parity([_run("fast", 42, 0.60), _run("paper", 42, 0.62, std=0.015)])
-    assert [(round(a["difference"], 4), a["noise"], a["agree"]) for a in one_seed] == [(-0.02, 0.015, False)]
-
-    runs = [_run("fast", 42, 0.60), _run("fast", 43, 0.70), _run("paper", 42, 0.62), _run("paper", 43, 0.66)]
-    [several] = full_run.parity(runs)
-    assert several["noise"] == pytest.approx(np.std([0.60, 0.70], ddof=1)) and several["agree"]
-
-    by_precision = full_run.parity(runs + [_run("fast", 42, 0.9, precision="bf16")])
-    assert [(a["fast_precision"], a["agree"]) for a in by_precision] == [("bf16", False), ("tf32", True)]
-    assert full_run.parity([_run("fast", 42, 0.6)]) == []  # nothing to compare with
-
-
-def test_render_appends_the_notes(tmp_path):
-    report = {"environment": {"date": "d", "device": "cpu", "torch": "2", "python": "3.11", "command": "c"},
-              "runs": []}
-    (tmp_path / "r.json").write_text(json.dumps(report))
-    (tmp_path / "notes.md").write_text("Why.")
-    full_run.main(["--render", str(tmp_path / "r.json"), "--notes", str(tmp_path / "notes.md"),
-                   "--output", str(tmp_path / "r.md")])
-    text = (tmp_path / "r.md").read_text()
-    assert "# d\nc\n" in text and text.rstrip().endswith("## Analysis\n\nWhy.")
-
-
-def test_params_override_conf_keys_and_name_the_variant(base_parameters):
-    parameters = {key: base_parameters[key] for key in ("seed", *full_run.PARAMETER_SECTIONS)}
-    updated, params = full_run.apply_params(
-        parameters, "training.use_decorrelation=false, lgrc.k_values=[50,100],lgrc.enabled=false")
-    assert updated["lgrc"]["k_values"] == [50, 100] and updated["lgrc"]["enabled"] is False
-    assert updated["training"]["use_decorrelation"] is False
-    assert parameters["lgrc"]["enabled"] is True  # the caller's dict is left as it was
-    assert params == "lgrc.enabled=false,lgrc.k_values=[50, 100],training.use_decorrelation=false"
-    assert full_run.apply_params(parameters, None) == (parameters, "")
-    with pytest.raises(ValueError, match="'training.use_decorelation' is not a parameter of conf; known: .*"):
-        full_run.apply_params(parameters, "training.use_decorelation=false")
-    with pytest.raises(ValueError, match="'seed=1' is not section.key=value"):
-        full_run.apply_params(parameters, "seed=1")
-    with pytest.raises(ValueError, match=r"the value of 'lgrc.k_values' is not valid YAML \('\[50'\)"):
-        full_run.apply_params(parameters, "lgrc.k_values=[50")
-
-
-def test_a_bad_score_stops_before_any_output(tmp_path, capsys):
+        _run(data, cells, overrides="selection.quantile=1.5")
+    assert "parameter selection.quantile = 1.5 is invalid" in capsys.readouterr().err
     with pytest.raises(SystemExit):
-        full_run.main(["--device", "cpu", "--params", "ranking.score=l1", "--conf", str(PROJECT_ROOT / "conf"),
-                       "--output", str(tmp_path / "r.md")])
-    assert "ranking.score must be one of" in capsys.readouterr().err and not (tmp_path / "r.md").exists()
+        _run(data, cells, overrides="ranking.score=l1")
+    assert "parameter ranking.score = 'l1' is invalid: expected one of z_norm" in capsys.readouterr().err
+    assert not cells.exists()
 
 
-def test_a_variant_adds_its_own_runs(tmp_path, base_parameters):
-    _tiny(tmp_path / "COIL20.mat")
-    conf = _conf(tmp_path, base_parameters)
-    output = tmp_path / "full_run.md"
-    common = ["--datasets", "COIL20", "--datasets-dir", str(tmp_path), "--device", "cpu", "--conf", str(conf),
-              "--output", str(output), "--notes", str(tmp_path / "absent.md"), "--schedules", "fast"]
-    full_run.main(common)
-    full_run.main([*common, "--params", "lgrc.enabled=false", "--keep", str(output.with_suffix(".json"))])
-    runs = json.loads(output.with_suffix(".json").read_text())["runs"]
-    assert [r["params"] for r in runs] == ["", "lgrc.enabled=false"]
-    text = output.read_text()
-    assert "| COIL20 (lgrc.enabled=false) | 30 x 40 | fast |" in text and "| COIL20 | 30 x 40 | fast |" in text
-    totals = text.split("## Total training time")[1]
-    assert "| lgrc.enabled=false | cpu | fast | fp32 | 42 | 2 | 1 of 10 |" in totals and totals.count("| – |\n") == 1
-    assert "| – (a variant) |" in text  # the paper's number is the full model's
+def test_a_precision_the_device_lacks_stops_before_any_cell(data, tmp_path):
+    """Checked against the device when the job starts, before training: no cell, not even the baselines'."""
+    cells = tmp_path / "cells"
+    with pytest.raises(ValueError, match="runtime.precision 'bf16' needs a CUDA device"):
+        _run(data, cells, overrides=SET + ",runtime.device=cpu,runtime.precision=bf16")
+    assert not cells.exists() or _files(cells) == []
 
 
-def test_a_reference_stream_run_is_the_full_model_and_exports_to_the_benchmark_table(tmp_path, base_parameters):
-    """views.stream changes only the random draws: the run is judged against the paper, and
-    --export-benchmark merges it into the pipeline's result table as 'ICLFS [reference stream]'."""
-    import pandas as pd
-
-    from iclfs.pipelines.benchmark.nodes import RESULT_COLUMNS
-
-    assert not full_run.is_variant("") and not full_run.is_variant('views.stream="reference"')
-    assert full_run.is_variant('lgrc.enabled=false,views.stream="reference"')
-    _tiny(tmp_path / "COIL20.mat")
-    conf = _conf(tmp_path, base_parameters)
-    output = tmp_path / "full_run.md"
-    common = ["--datasets", "COIL20", "--datasets-dir", str(tmp_path), "--device", "cpu", "--conf", str(conf),
-              "--output", str(output), "--notes", str(tmp_path / "absent.md"), "--schedules", "paper"]
-    full_run.main([*common, "--params", "views.stream=reference"])
-    full_run.main([*common, "--params", "lgrc.enabled=false,views.stream=reference",
-                   "--keep", str(output.with_suffix(".json"))])
-    text = output.read_text()
-    assert "| COIL20 (views.stream=\"reference\") | 30 x 40 | paper |" in text
-    assert text.count("| – (a variant) |") == 1  # only the ablation
-    totals = text.split("## Total training time")[1]
-    assert "| views.stream=\"reference\" | cpu | paper | fp32 | 42 | 2 | 1 of 10 |" in totals
-
-    bench = tmp_path / "benchmark"
-    bench.mkdir()
-    earlier = pd.DataFrame([{**dict.fromkeys(RESULT_COLUMNS, 0), "dataset": "COIL20", "method": "LS", "k": 5,
-                             "seed": 42, "versions": "v", "device": "cpu", "schedule": "none", "run_at": "t"}])
-    earlier.to_csv(bench / "COIL20.csv", index=False)
-    export = ["--render", str(output.with_suffix(".json")), "--export-benchmark", str(bench), "--conf", str(conf),
-              "--datasets", "COIL20", "--schedules", "paper", "--params", "views.stream=reference"]
-    full_run.main(export)
-    table = pd.read_csv(bench / "COIL20.csv")
-    assert list(table.columns) == RESULT_COLUMNS
-    assert sorted(set(table["method"])) == ["ICLFS [reference stream]", "LS"]  # the ablation run was not selected
-    iclfs = table[table["method"] == "ICLFS [reference stream]"].sort_values("k")
-    run = next(r for r in json.loads(output.with_suffix(".json").read_text())["runs"]
-               if r["params"] == 'views.stream="reference"')
-    assert iclfs["accuracy_mean"].tolist() == [row["accuracy_mean"] for row in run["rows"]]
-    assert set(iclfs["n_runs"]) == {3} and set(iclfs["schedule"]) == {"paper"} and set(iclfs["epochs"]) == {2}
-    assert iclfs["seconds"].iloc[0] == pytest.approx(run["training_seconds"])
-    full_run.main(export)  # a second export replaces the run's rows, adds none
-    assert len(pd.read_csv(bench / "COIL20.csv")) == len(table)
-
-
-def test_export_needs_a_json_and_a_matching_run(tmp_path, capsys):
+def test_a_missing_dataset_file_is_named_before_any_work(data, tmp_path, capsys):
+    cells = tmp_path / "cells"
     with pytest.raises(SystemExit):
-        full_run.main(["--export-benchmark", str(tmp_path), "--conf", str(PROJECT_ROOT / "conf")])
-    assert "--export-benchmark reads the runs of --render JSON" in capsys.readouterr().err
-    (tmp_path / "r.json").write_text(json.dumps({"runs": []}))
-    with pytest.raises(SystemExit):
-        full_run.main(["--render", str(tmp_path / "r.json"), "--export-benchmark", str(tmp_path),
-                       "--conf", str(PROJECT_ROOT / "conf"), "--params", "views.stream=reference"])
-    assert "has no run of those datasets, schedules, seeds and --params 'views.stream=\"reference\"'" in \
-        capsys.readouterr().err
+        benchmark.main(["run", "--datasets", "COIL20", "nci9", "--set", SET, "--cells", str(cells),
+                        "--data-dirs", str(data)])
+    assert f"nci9.mat is in none of {data}" in capsys.readouterr().err
+    assert not cells.exists()
+
+
+def test_write_cell_is_whole_or_absent(tmp_path, monkeypatch):
+    table = pd.DataFrame({"k": [5], "selected": ["1 2 3 4 5"]})
+    path = benchmark.write_cell(tmp_path, "COIL20/ls/seed_42", table)
+    assert path == tmp_path / "COIL20" / "ls" / "seed_42.csv"
+    pd.testing.assert_frame_equal(pd.read_csv(path), table)
+
+    def half_then_fail(self, out, **kwargs):
+        out.write("k,sel")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", half_then_fail)
+    with pytest.raises(OSError, match="disk full"):
+        benchmark.write_cell(tmp_path, "COIL20/ls/seed_43", table)
+    # no cell, no temporary file; the earlier cell is intact
+    assert sorted(p.name for p in (tmp_path / "COIL20" / "ls").iterdir()) == ["seed_42.csv"]
+
+
+def test_read_cells_prefers_the_first_folder(tmp_path):
+    work, published = tmp_path / "work", tmp_path / "published"
+    benchmark.write_cell(work, "COIL20/ls/seed_42", pd.DataFrame({"k": [5], "selected": ["1 2"], "v": [1]}))
+    benchmark.write_cell(published, "COIL20/ls/seed_42", pd.DataFrame({"k": [5], "selected": ["1 2"], "v": [2]}))
+    benchmark.write_cell(published, "COIL20/ls/seed_43", pd.DataFrame({"k": [5], "selected": [""], "v": [3]}))
+    cells = benchmark.read_cells(work, published)
+    assert sorted(cells) == ["COIL20/ls/seed_42", "COIL20/ls/seed_43"]
+    assert cells["COIL20/ls/seed_42"]["v"].iloc[0] == 1
+    assert cells["COIL20/ls/seed_43"]["selected"].isna().all()  # an empty selection reads as missing
+
+
+def test_report_publishes_the_cells_and_writes_the_headline(grid, tmp_path, capsys):
+    published = tmp_path / "docs" / "reports" / "benchmark"
+    benchmark.main(["report", "--cells", str(grid / "cells"), "--published", str(published),
+                    "--data-dirs", str(grid / "mats")])
+    report = published.parent / "benchmark.md"
+    assert f"wrote {report}" in capsys.readouterr().out
+    text = report.read_text()
+    spec_default = method_name(Settings())
+    assert "## The default selection against one run and the baselines" in text
+    assert f"| dataset | one run: {method_name(Settings().with_overrides('consensus.members=1,selection.k=50'))} " \
+           f"| default: {spec_default} | best baseline |" in text
+    row = next(line for line in text.splitlines() if line.startswith("| COIL20 | "))
+    assert "(2)" in row  # the two outer seeds of this run
+    assert "## Targets" in text and "## Every method" in text
+    assert "- **nci9**: nci9.mat is in none of" in text  # a benchmark dataset without a file is named
+    assert "- **COIL20**" not in text
+    assert _files(published / "cells") == _files(grid / "cells")
+    assert (published / "figures" / "COIL20.png").stat().st_size > 0

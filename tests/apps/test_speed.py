@@ -1,4 +1,4 @@
-"""The speed benchmark command: target checks, carried-over rows, and one tiny real run."""
+"""The speed benchmark command: target checks, the default selection's timing, and one tiny real run."""
 
 from __future__ import annotations
 
@@ -11,10 +11,30 @@ import scipy.io
 from iclfs.apps import speed
 
 
-def _result(seconds: float, gib: float, gflop: float | None = None, kernel: str = "fused") -> dict:
+@pytest.fixture(autouse=True)
+def _one_thread(monkeypatch):
+    """Tiny tensors on a shared 2-core machine: one torch thread here and in every worker subprocess
+    (OMP_NUM_THREADS) avoids OpenMP spin contention, which makes these runs ten times slower."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    # The command's own reference rate: a small product is enough here (the workers measure theirs).
+    rate = speed.matmul_gflops
+    monkeypatch.setattr(speed, "matmul_gflops", lambda device, size=256, repeats=2: rate(device, size, repeats))
+    yield
+    torch.set_num_threads(threads)
+
+
+def _result(seconds: float, gib: float, gflop: float | None = None, kernel: str = "fused",
+            rate: float | None = None) -> dict:
+    """A worker's row; the fast worker (gflop given) measures the matmul rate around its epochs."""
     return {"source": "x.mat", "d": 5966, "n": 102, "regime": "small", "median_seconds": seconds,
             "peak_rss_bytes": gib * 2**30, "flops_per_epoch": None if gflop is None else gflop * 1e9,
-            "estimated_bytes": 2**30, "attention_kernel": kernel}
+            "estimated_bytes": 2**30, "attention_kernel": kernel, "precision": "fp32",
+            "matmul_gflops": rate if rate is not None or gflop is None else 100.0,
+            "loss_block_rows": None if gflop is None else 5966}
 
 
 def _report(date: str = "2026-11-22 09:00 UTC", rate: float = 100.0) -> dict:
@@ -28,7 +48,7 @@ def _report(date: str = "2026-11-22 09:00 UTC", rate: float = 100.0) -> dict:
 
 def test_targets_are_checked_with_values_and_verdicts():
     report = _report()
-    report["datasets"][0]["attention_seconds"] = {"fused": 2.0, "chunked": 2.5}
+    report["datasets"][0]["attention_seconds"] = {"fused": 2.0, "blocked": 2.5}
     text = speed.render(report, notes="Why Prostate_GE misses.")
     assert "| arcene | 102 x 5966 | 2.00 | 2.50 | fused | fused |" in text
     assert "- arcene: speed-up 4.00x (target >= 1.80x): met" in text
@@ -44,7 +64,8 @@ def test_share_is_judged_against_the_rate_the_fast_worker_measured():
     text = speed.render(report)
     assert "- arcene: share of the matmul rate 60 % (target >= 70 %): missed" in text  # 750 GFLOP / 10 s / 125
     assert "| 750 | 75.0 | 125.0 | 60% |" in text
-    assert "| 300 | 60.0 | 100.0 | 60% |" in text  # Prostate_GE: no worker rate, the run's
+    assert "| 300 | 60.0 | 100.0 | 60% |" in text  # Prostate_GE: its worker's 100 GFLOP/s
+    assert "| fused | 5966 | fp32 |" in text  # the InfoNCE block rows the fast worker used
 
 
 @pytest.mark.parametrize(("device", "memory"), [("cpu", "peak RSS"), ("NVIDIA H200", "max allocated CUDA memory")])
@@ -61,14 +82,14 @@ def test_render_names_the_memory_the_device_reports(device, memory):
 def test_cpu_epochs_are_timed_after_a_warm_up_unless_there_is_one(monkeypatch, epochs, run):
     """On CPU one epoch of the largest sweep takes minutes: a single epoch is timed as it is."""
     calls = []
-    generate = speed.generate_views
-    monkeypatch.setattr(speed, "generate_views", lambda *a, **k: calls.append(1) or generate(*a, **k))
+    step = speed.Trainer.step
+    monkeypatch.setattr(speed.Trainer, "step", lambda self: calls.append(1) or step(self))
     result = speed.worker("synthetic:30x8", "fast", epochs, "cpu", False)
     assert len(result["epoch_seconds"]) == epochs and len(calls) == run
 
 
-@pytest.mark.parametrize(("chunk_size", "backward_products"), [(16, 4), (5, 5)])
-def test_flop_counter_counts_every_product_of_the_blocked_attention(chunk_size, backward_products):
+@pytest.mark.parametrize(("block_rows", "backward_products"), [(16, 4), (5, 5)])
+def test_flop_counter_counts_every_product_of_the_blocked_attention(block_rows, backward_products):
     """Forward: q k^T and P v. Backward: dP, dq, and the dk and dv that accumulate
     in place (addmm_), plus the weights' recomputation unless one block kept them."""
     import torch
@@ -78,11 +99,11 @@ def test_flop_counter_counts_every_product_of_the_blocked_attention(chunk_size, 
     L, e = 16, 8
     q, k, v = (torch.randn(L, e, requires_grad=True) for _ in range(3))
     with speed.flop_counter() as counter:
-        blocked_attention(q, k, v, chunk_size).sum().backward()
+        blocked_attention(q, k, v, block_rows).sum().backward()
     assert counter.get_total_flops() == (2 + backward_products) * 2 * L * L * e
 
 
-def test_flop_counter_counts_the_chunked_info_nce_backward():
+def test_flop_counter_counts_the_blocked_info_nce_backward():
     import torch
 
     from iclfs.method.losses import info_nce_with_negative
@@ -96,65 +117,87 @@ def test_flop_counter_counts_the_chunked_info_nce_backward():
     assert counter.get_total_flops() == 4 * products
 
 
-def test_keep_carries_rows_with_their_own_date_and_matmul_rate():
-    previous = _report(date="2026-11-01 10:00 UTC", rate=200.0)
-    previous["sweep_d"] = [{"source": "synthetic:1000x200", "d": 1000, "n": 200, "regime": "small",
-                            "median_seconds": 0.4, "peak_rss_bytes": 2**29, "estimated_bytes": 2**29}]
-    now = _report()
-    now["datasets"] = [{"name": "Prostate_GE", "paper": _result(15.0, 1.8), "fast": _result(2.5, 1.0, gflop=300.0)},
-                       {"name": "COIL20", "paper": _result(8.0, 1.2), "fast": _result(4.0, 1.3, gflop=600.0)}]
-    speed.keep_results(now, previous)
-
-    assert [row["name"] for row in now["datasets"]] == ["arcene", "Prostate_GE", "COIL20"]
-    text = speed.render(now)
-    assert "| arcene (measured 2026-11-01 10:00 UTC) |" in text and "| Prostate_GE | " in text
-    # arcene's share is against its own run's 200 GFLOP/s, not today's 100
-    assert "- arcene: share of the matmul rate 38 % (target >= 70 %): missed" in text
-    assert "- Prostate_GE: speed-up 6.00x (target >= 5.00x): met" in text
-    assert "## Scale sweep over d (n = 200), `fast` schedule (measured 2026-11-01 10:00 UTC, 2 threads)" in text
-
-
-def test_command_measures_both_schedules_and_a_sweep_on_a_tiny_file(tmp_path):
+def test_command_measures_both_schedules_a_sweep_and_the_selection_on_a_tiny_file(tmp_path):
     rng = np.random.default_rng(0)
     scipy.io.savemat(tmp_path / "tiny.mat", {"X": rng.normal(size=(12, 30)), "Y": np.arange(12)[:, None] % 2})
     output = tmp_path / "performance.md"
     speed.main(["--datasets", "tiny", "--datasets-dir", str(tmp_path), "--epochs", "1", "--sweep-d", "40",
-                "--sweep-n", "--output", str(output), "--notes", str(tmp_path / "absent.md")])
+                "--sweep-n", "--selection-sizes", "60x12", "--output", str(output),
+                "--notes", str(tmp_path / "absent.md")])
 
     report = json.loads(output.with_suffix(".json").read_text())
     row = report["datasets"][0]
-    assert row["paper"]["attention_kernel"] == "reference" and row["fast"]["attention_kernel"] == "fused"
+    assert row["paper"]["attention_kernel"] == "literal" and row["fast"]["attention_kernel"] == "fused"
     assert row["fast"]["flops_per_epoch"] > 0 and row["paper"]["median_seconds"] > 0
     assert [(r["d"], r["n"]) for r in report["sweep_d"]] == [(40, 200)] and report["sweep_n"] == []
     text = output.read_text()
     assert "| tiny | 12 x 30 | small |" in text and "## Scale sweep over d" in text and "## Analysis" not in text
-    assert set(row["attention_seconds"]) == {"fused", "chunked"}
+    assert set(row["attention_seconds"]) == {"fused", "blocked"}
     assert "| tiny | 12 x 30 | " in text.split("## Attention kernels")[1]
     assert row["fast"]["precision"] == row["paper"]["precision"] == "fp32" and row["fast"]["threads"] >= 1
     # the fast worker measures its own matmul reference around its epochs; paper's needs none
     assert row["fast"]["matmul_gflops"] > 0 and row["paper"]["matmul_gflops"] is None
     assert f"| {row['fast']['matmul_gflops']:.1f} | " in text
     # the InfoNCE block the fast worker used: the CPU default, which holds all 30 rows of this tiny map
-    assert row["fast"]["loss_chunk_size"] == 30 and row["paper"]["loss_chunk_size"] is None
+    assert row["fast"]["loss_block_rows"] == 30 and row["paper"]["loss_block_rows"] is None
     assert "| fused | 30 | fp32 |" in text
+    # the default selection, end to end, in its own process
+    [selection] = report["selection"]
+    assert "error" not in selection, selection
+    assert (selection["shape"], selection["d"], selection["n"], selection["device"]) == ("60x12", 60, 12, "cpu")
+    assert selection["members"] >= 1 and selection["epochs"] >= selection["members"]
+    section = text.split("## The default selection, end to end")[1]
+    assert f"| 60 x 12 | {selection['members']} | {selection['epochs']} | " in section
+
+
+def test_the_selection_worker_times_the_default_chain_on_a_tiny_shape():
+    result = speed.selection_worker("60x12", "cpu")
+    assert (result["shape"], result["d"], result["n"], result["device"]) == ("60x12", 60, 12, "cpu")
+    defaults = speed.Settings().consensus
+    assert result["members"] == defaults.members
+    expected_epochs = speed.Settings().training.epochs if defaults.members == 1 else defaults.members * \
+        defaults.member_epochs
+    assert result["epochs"] == expected_epochs
+    assert result["seconds"] >= result["training_seconds"] > 0
+    assert result["threads"] >= 1 and result["peak_rss_bytes"] > 0
+    json.dumps(result)  # what the subprocess prints
+
+
+def test_the_selection_section_shows_each_size_and_its_failures():
+    failed = {"shape": "not-a-shape", "error": ["ValueError: invalid literal for int() with base 10: 'not-a-shape'"]}
+    report = _report()
+    report["selection"] = [failed, {"shape": "60x12", "d": 60, "n": 12, "seconds": 3.4, "training_seconds": 2.6,
+                                    "members": 8, "epochs": 160, "device": "cpu", "threads": 2,
+                                    "peak_rss_bytes": 2**30}]
+    text = speed.render(report)
+    section = text.split("## The default selection, end to end")[1]
+    assert "| not-a-shape | failed: " in section
+    assert "| 60 x 12 | 8 | 160 | 3 | 3 | 1.00 | cpu | 2 |" in section
+    assert "## The default selection" not in speed.render(_report())  # no selection measured, no section
 
 
 def test_command_refuses_a_cpu_precision_before_measuring(tmp_path, capsys):
     with pytest.raises(SystemExit):
-        speed.main(["--datasets", "tiny", "--datasets-dir", str(tmp_path), "--device", "cpu",
-                    "--precision", "bf16", "--output", str(tmp_path / "p.md")])
-    assert "training.precision 'bf16' needs a CUDA device" in capsys.readouterr().err
+        speed.main(["--datasets", "--device", "cpu", "--precision", "bf16", "--sweep-d", "--sweep-n",
+                    "--selection-sizes", "--output", str(tmp_path / "p.md")])
+    assert "precision 'bf16' needs a CUDA device" in capsys.readouterr().err
     assert not (tmp_path / "p.md").exists()
 
 
-def test_render_rewrites_the_markdown_from_the_json_without_measuring(tmp_path):
-    (tmp_path / "report.json").write_text(json.dumps(_report()))
-    (tmp_path / "notes.md").write_text("Edited notes.")
-    output = tmp_path / "performance.md"
-    speed.main(["--render", str(tmp_path / "report.json"), "--notes", str(tmp_path / "notes.md"),
-                "--output", str(output)])
-    text = output.read_text()
-    assert "- Prostate_GE: speed-up 3.00x (target >= 5.00x): missed" in text and text.rstrip().endswith("Edited notes.")
+def test_output_defaults_to_the_reports_folder(monkeypatch):
+    """Stop right after parsing: the defaults, without measuring anything."""
+    parsed = []
+    parse = speed.argparse.ArgumentParser.parse_args
+
+    def parse_then_stop(self, args=None, namespace=None):
+        parsed.append(parse(self, args, namespace))
+        raise SystemExit(0)
+
+    monkeypatch.setattr(speed.argparse.ArgumentParser, "parse_args", parse_then_stop)
+    with pytest.raises(SystemExit):
+        speed.main([])
+    assert parsed[0].output == "docs/reports/performance.md"
+    assert parsed[0].selection_sizes == list(speed.SELECTION_SIZES)
 
 
 def test_a_worker_reports_its_own_peak_memory_not_its_parents(tmp_path):

@@ -13,9 +13,15 @@ import pytest
 import scipy.io
 from kedro.io import DatasetError
 
-from iclfs.method.preprocessing import DataValidationError
 from iclfs.io.datasets import FeatureTableDataset
+from iclfs.method.preprocessing import DataValidationError
 from iclfs.pipelines.data_processing.nodes import prepare_data
+
+
+def first_node(table, parameters):
+    """The first node of every run, with the sections it reads."""
+    return prepare_data(table, *(parameters[s] for s in ("training", "runtime", "laplacian", "selection",
+                                                         "consensus")))
 
 RNG = np.random.default_rng(0)
 
@@ -54,13 +60,13 @@ CASES = {
     "one feature": (write_csv(frame(d=1)), {"k_values": [1]}, DataValidationError,
                     r"t.csv: 1 feature\(s\) .*at least 2"),
     "fewer features than k": (write_csv(frame(d=6)), {"k_values": [10, 20]}, DataValidationError,
-                              r"t.csv: 6 feature\(s\).*smallest requested k is 10"),
+                              r"t.csv: 6 feature\(s\), but selection.k is 10"),
     "string column": (write_csv(frame(name=list("abcdefgh"))), {}, DataValidationError,
                       r"t.csv: 1 column\(s\) are not numeric: 'name'"),
     "mixed-type column": (write_csv(frame(mixed=[1, 2, "x", 4, 5, 6, 7, 8])), {}, DataValidationError,
                           r"t.csv: 1 column\(s\) are not numeric: 'mixed'"),
     "duplicate names": (write_bytes("t.csv", b"a,b,a\n" + b"".join(b"%d,%d,%d\n" % (i, i * i, 7 - i) for i in range(8))),
-                        {"k_values": [1]}, DataValidationError, r"t.csv: duplicate feature name\(s\): 'a' \(columns 0 and 2\)"),
+                        {"k_values": [1]}, DatasetError, r"t.csv: duplicate feature name\(s\): 'a' \(columns 0 and 2\)"),
     "every feature constant": (write_csv(pd.DataFrame({"a": [1.0] * 8, "b": [2.0] * 8})), {"k_values": [1]},
                                DataValidationError,
                                r"t.csv: every feature is constant over the 8 samples"),
@@ -87,19 +93,18 @@ def test_bad_input_is_refused_with_a_message_naming_it(case, tmp_path, fast_para
     make, options, error, message = CASES[case]
     path = make(tmp_path)
     if "k_values" in options:
-        fast_parameters["lgrc"]["k_values"] = options["k_values"]
-        fast_parameters["select"]["k"] = options["k_values"][0]
+        fast_parameters["selection"] = {**fast_parameters["selection"], "k_values": options["k_values"],
+                                         "k": options["k_values"][0]}
     with pytest.raises(error, match=message):
         table = FeatureTableDataset(filepath=str(path), label_column=options.get("label_column")).load()
-        prepare_data(table, fast_parameters)
+        first_node(table, fast_parameters)
 
 
 def test_huge_but_finite_values_are_standardized_without_overflow(fast_parameters):
     from iclfs.method.preprocessing import FeatureTable
 
     X = RNG.normal(size=(8, 6)) * 1e30
-    fast_parameters["lgrc"]["k_values"] = [2]
-    fast_parameters["select"]["k"] = 2
-    standardized, *_ = prepare_data(FeatureTable(X=X), fast_parameters)
+    fast_parameters["selection"] = {**fast_parameters["selection"], "k_values": [2], "k": 2}
+    standardized, *_ = first_node(FeatureTable(X=X), fast_parameters)
     assert standardized.dtype == np.float32 and np.isfinite(standardized).all()
     np.testing.assert_allclose(standardized.std(axis=0), 1.0, rtol=1e-5)

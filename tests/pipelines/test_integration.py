@@ -87,7 +87,7 @@ def test_default_run_writes_versioned_artifacts_and_an_mlflow_run(project):
         "02_intermediate/synthetic/view_sample.npz",
         "06_models/synthetic/model_state.pt",
         "07_model_output/synthetic/training_history.csv",
-        "07_model_output/synthetic/embeddings.npz",
+        "07_model_output/synthetic/member_scores.npz",
         "07_model_output/synthetic/feature_ranking.csv",
         "07_model_output/synthetic/laplacian_scores.csv",
         "07_model_output/synthetic/selected_features.csv",
@@ -105,7 +105,7 @@ def test_default_run_writes_versioned_artifacts_and_an_mlflow_run(project):
     (run,) = mlflow_runs(project)
     assert run.info.status == "FINISHED"
     assert run.data.params["training.epochs"] == "2"
-    assert run.data.params["lgrc.k_values"] == "[5, 10]"
+    assert run.data.params["selection.k_values"] == "[5, 10]"
     client = mlflow.MlflowClient()
     assert [m.step for m in client.get_metric_history(run.info.run_id, "training_loss")] == [0, 1]
     assert [m.step for m in client.get_metric_history(run.info.run_id, "evaluation.accuracy_mean")] == [5, 10]
@@ -208,10 +208,10 @@ def test_run_killed_mid_training_leaves_earlier_versions_intact(project, signal_
         )
         try:
             deadline = time.time() + 300
-            while "Running node: train_model" not in log.read_text() and time.time() < deadline \
+            while "Running node: train_members" not in log.read_text() and time.time() < deadline \
                     and process.poll() is None:
                 time.sleep(0.5)
-            assert "Running node: train_model" in log.read_text(), log.read_text()[-2000:]
+            assert "Running node: train_members" in log.read_text(), log.read_text()[-2000:]
             time.sleep(3.0)  # well inside the 100000 epochs
             process.send_signal(getattr(signal, signal_name))
             process.wait(timeout=60)
@@ -248,7 +248,8 @@ def test_select_on_an_unlabeled_csv_twice_reports_what_changed(project):
     assert listing["feature_name"].str.startswith("gene_").all() and len(listing) == 5
     reduced = pd.read_parquet(project / "data/07_model_output/expression/reduced_data.parquet" / first
                               / "reduced_data.parquet")
-    assert list(reduced.columns) == listing["feature_name"].tolist()
+    assert list(reduced.columns) == ["sample_id", *listing["feature_name"]]  # joins back by sample
+    assert reduced["sample_id"].tolist() == [f"s{i}" for i in range(30)]
     stability = json.loads((project / "data/08_reporting/expression/selection_stability.json" / first
                             / "selection_stability.json").read_text())
     assert stability["previous_version"] is None
@@ -303,11 +304,11 @@ def test_unreachable_mlflow_server_fails_fast_with_the_uri_named(project):
 
 
 def test_local_parameters_override_single_keys_of_a_section(project):
-    (project / "conf/local/parameters.yml").write_text(yaml.safe_dump({"lgrc": {"k_values": [4, 8]},
-                                                                       "select": {"k": 4},
-                                                                       "training": {"epochs": 1, "progress": False},
+    (project / "conf/local/parameters.yml").write_text(yaml.safe_dump({"selection": {"k_values": [4, 8], "k": 4},
+                                                                       "training": {"epochs": 1},
                                                                        "evaluation": {"n_runs": 2}}))
     with KedroSession.create(project_path=project) as session:
         params = session.load_context().params
-    assert params["lgrc"] == {"enabled": True, "k_values": [4, 8], "alpha": 1.5, "quantile": 0.75}
+    assert params["selection"] == {"k": 4, "k_values": [4, 8], "use_lgrc": True, "alpha": 1.5, "quantile": 0.75,
+                                   "auto_frequency": 0.5}
     assert params["training"]["epochs"] == 1 and params["training"]["temperature"] == 0.05

@@ -9,10 +9,11 @@ import torch
 from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 
+from iclfs.method.config import ParameterError
 from iclfs.method.preprocessing import DataValidationError, FeatureTable
 from iclfs.pipeline_registry import STAGES, register_pipelines
-
-MLFLOW_ONLY = {"training_loss", "evaluation_metrics"}
+from iclfs.pipelines.hooks import ParameterCheckHook
+from tests.conftest import CONSENSUS_OVERRIDES
 
 
 class KeptDataset(MemoryDataset):
@@ -35,9 +36,12 @@ def make_catalog(params: dict, **data) -> DataCatalog:
 
 
 def run_pipeline(name: str, params: dict, **data) -> DataCatalog:
+    """Run a registered pipeline as a Kedro session does: the parameter check first, then the nodes."""
     data.setdefault("previous_selected_features", pd.DataFrame())
     catalog = make_catalog(params, **data)
-    SequentialRunner().run(register_pipelines()[name], catalog)
+    pipeline = register_pipelines()[name]
+    ParameterCheckHook().before_pipeline_run(run_params={}, pipeline=pipeline, catalog=catalog)
+    SequentialRunner().run(pipeline, catalog)
     return catalog
 
 
@@ -46,14 +50,16 @@ def test_registry_has_every_stage_and_default_chains_them():
     assert set(STAGES) | {"__default__", "select", "benchmark", "benchmark_baselines", "benchmark_report"} == set(
         pipelines)
     default = pipelines["__default__"]
-    assert default.inputs() == {"raw_data", "parameters", "previous_selected_features"} | {
-        f"params:{p}" for p in ("lgrc", "views", "seed", "training", "ranking", "laplacian", "evaluation", "select")}
+    # Each node takes the sections it needs; none takes the whole parameters dict.
+    assert default.inputs() == {"raw_data", "previous_selected_features"} | {
+        f"params:{p}" for p in ("selection", "views", "seed", "training", "runtime", "consensus", "ranking",
+                                "laplacian", "evaluation")}
     expected = {"standardized_data", "inverted_data", "labels", "feature_names", "ground_truth", "view_sample",
                 "view_statistics", "model_state", "training_history", "training_loss", "training_loss_plot",
-                "embeddings", "feature_scores", "feature_ranking", "laplacian_scores", "selected_features",
-                "evaluation_table", "evaluation_summary", "evaluation_metrics", "accuracy_vs_k",
-                "selected_feature_list", "reduced_data", "selection_stability", "stability_metrics",
-                "score_distribution_plot"}
+                "member_scores", "feature_ranking", "consensus_metrics", "laplacian_scores", "selected_features",
+                "evaluation_table", "evaluation_summary", "evaluation_metrics", "accuracy_vs_k", "k_choice",
+                "selection_metrics", "selected_feature_list", "reduced_data", "selection_stability",
+                "stability_metrics", "score_distribution_plot"}
     assert expected == default.all_outputs()
     select = pipelines["select"]
     assert not {"evaluation_table", "view_sample"} & select.all_outputs()
@@ -61,11 +67,9 @@ def test_registry_has_every_stage_and_default_chains_them():
 
 
 def test_every_catalog_entry_of_the_default_pipeline_is_declared(base_parameters):
-    from kedro.config import OmegaConfigLoader
+    from tests.conftest import config_loader
 
-    from tests.conftest import PROJECT_ROOT
-
-    loader = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), base_env="base", default_run_env="base")
+    loader = config_loader()
     catalog = {k for k in loader["catalog"] if not k.startswith("_") and "{" not in k}
     default = register_pipelines()["__default__"]
     params = {d for d in default.datasets() if d.startswith("params:") or d == "parameters"}
@@ -74,13 +78,11 @@ def test_every_catalog_entry_of_the_default_pipeline_is_declared(base_parameters
 
 
 def test_every_benchmark_dataset_resolves_through_a_factory():
-    from kedro.config import OmegaConfigLoader
     from kedro.io import DataCatalog, MemoryDataset
 
-    from tests.conftest import PROJECT_ROOT
+    from tests.conftest import config_loader
 
-    loader = OmegaConfigLoader(str(PROJECT_ROOT / "conf"), base_env="base", default_run_env="base")
-    catalog = DataCatalog.from_config(loader["catalog"])
+    catalog = DataCatalog.from_config(config_loader()["catalog"])
     pipelines = register_pipelines()
     names = pipelines["benchmark"].datasets() | pipelines["benchmark_baselines"].datasets()
     for name in sorted(n for n in names if not n.startswith("params:") and n != "parameters"):
@@ -101,23 +103,25 @@ def test_default_pipeline_end_to_end(tiny_table, fast_parameters):
 
     history = catalog.load("training_history")
     assert list(history["epoch"]) == [1, 2] and np.isfinite(history["loss"]).all()
-    assert set(history["precision"]) == {"fp32"} and (history["threads"] >= 1).all()
-    # the choices "auto" made: fused attention below 1000 samples; one InfoNCE block holds all 40 rows on CPU
-    assert set(history["attention_kernel"]) == {"fused"} and set(history["loss_chunk_size"]) == {40}
+    assert set(history["member"]) == {0} and set(history["member_seed"]) == {fast_parameters["seed"]}
+    assert set(history["precision"]) == {"fp32"} and set(history["threads"]) == {1}
+    # the choices made for this machine: fused attention below 1000 samples; one InfoNCE block holds all 40 rows
+    assert set(history["attention_kernel"]) == {"fused"} and set(history["loss_block_rows"]) == {40}
     assert catalog.load("training_loss") == history["loss"].tolist()
-    assert isinstance(catalog.load("model_state"), torch.nn.Module)
-    embeddings = catalog.load("embeddings")
-    assert embeddings["H"].shape == (40, 512) and embeddings["Z"].shape == (40, 16)
+    state = catalog.load("model_state")
+    assert isinstance(state, dict) and all(isinstance(v, torch.Tensor) for v in state.values())
+    scores = catalog.load("member_scores")
+    assert scores["z_norm"].shape == (1, 40) and list(scores["seed"]) == [fast_parameters["seed"]]
 
-    scores = catalog.load("feature_scores")
-    np.testing.assert_allclose(scores["z_norm"], np.linalg.norm(embeddings["Z"], axis=1), rtol=1e-6)
     ranking = catalog.load("feature_ranking")
-    assert sorted(ranking["feature_index"]) == list(range(40))
+    assert sorted(ranking["feature_index"]) == list(range(40)) and list(ranking["rank"]) == list(range(1, 41))
     assert ranking["score"].is_monotonic_decreasing
+    np.testing.assert_allclose(ranking.sort_values("feature_index")["score"], scores["z_norm"][0])
+    assert catalog.load("consensus_metrics") == {}  # one member: nothing to agree on
 
     selected = catalog.load("selected_features")
     assert selected.groupby("k").size().to_dict() == {5: 5, 10: 10}
-    names = dict(zip(scores["feature_index"], scores["feature_name"]))
+    names = dict(zip(ranking["feature_index"], ranking["feature_name"]))
     assert all(names[i] == n for i, n in zip(selected["feature_index"], selected["feature_name"]))
 
     table = catalog.load("evaluation_table")
@@ -130,8 +134,27 @@ def test_default_pipeline_end_to_end(tiny_table, fast_parameters):
     assert [m["step"] for m in metrics["accuracy_mean"]] == [5, 10]
 
 
+def test_consensus_pipeline_keeps_every_members_rank_and_their_agreement(tiny_table, fast_parameters):
+    fast_parameters["consensus"] = {**fast_parameters["consensus"], **CONSENSUS_OVERRIDES["consensus"]}
+    fast_parameters["selection"]["k"] = "auto"
+    catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
+    history = catalog.load("training_history")
+    assert sorted(set(history["member"])) == [0, 1, 2] and set(history["n_samples"]) == {20}
+    assert len(set(history["member_seed"])) == 3
+    ranking = catalog.load("feature_ranking")
+    assert {"member_0_rank", "member_1_rank", "member_2_rank", "top_5_frequency", "top_10_frequency"} <= set(ranking)
+    assert not (ranking["member_0_rank"] == ranking["member_1_rank"]).all()  # the members differ
+    assert set(ranking["top_5_frequency"]) <= {0, 1 / 3, 2 / 3, 1}
+    assert [m["step"] for m in catalog.load("consensus_metrics")["member_jaccard"]] == [5, 10]
+    assert set(catalog.load("model_state")) == {"member_0", "member_1", "member_2"}
+    choice = catalog.load("k_choice")
+    assert choice["k"] in (5, 10) and choice["reason"] and set(choice["agreement"]) == {"5", "10"}
+    assert len(catalog.load("selected_feature_list")) == choice["k"]
+    assert "member_frequency" in catalog.load("selected_features")
+
+
 def test_lgrc_disabled_takes_the_first_k_of_the_ranking(tiny_table, fast_parameters):
-    fast_parameters["lgrc"]["enabled"] = False
+    fast_parameters["selection"]["use_lgrc"] = False
     catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
     ranking = catalog.load("feature_ranking")["feature_index"].to_numpy()
     selected = catalog.load("selected_features")
@@ -154,7 +177,8 @@ def test_views_pipeline_reports_exact_keep_counts(fast_parameters):
 
 def test_views_pipeline_draws_the_first_training_epoch_views(fast_parameters):
     """The inspected views come from the same generator and seed as training's first epoch."""
-    from iclfs.method.views import ViewConfig, generate_views
+    from iclfs.method.config import ViewConfig
+    from iclfs.method.views import generate_views
 
     A = np.random.default_rng(1).normal(size=(12, 10)).astype(np.float32)
     catalog = run_pipeline("views", fast_parameters, inverted_data=A)
@@ -163,22 +187,20 @@ def test_views_pipeline_draws_the_first_training_epoch_views(fast_parameters):
     np.testing.assert_array_equal(catalog.load("view_sample")["heavy"], views.heavy.numpy())
 
 
-def test_views_pipeline_draws_the_reference_streams_first_epoch(fast_parameters):
-    """With views.stream reference the inspected views are those training draws after the network's init."""
+def test_views_pipeline_draws_the_published_streams_first_epoch(fast_parameters, monkeypatch):
+    """With views.stream published the inspected views are those training draws after the network's init."""
     from iclfs.method import training as training_module
+    from iclfs.method.config import RuntimeConfig, TrainingConfig, ViewConfig
 
     A = np.random.default_rng(2).normal(size=(14, 9)).astype(np.float32)
-    fast_parameters["views"] = {**fast_parameters["views"], "stream": "reference"}
+    fast_parameters["views"] = {**fast_parameters["views"], "stream": "published"}
     catalog = run_pipeline("views", fast_parameters, inverted_data=A)
     drawn = []
-    original = training_module.generate_views
-    training_module.generate_views = lambda *args: drawn.append(original(*args)) or drawn[-1]
-    try:
-        training_module.train(A, training_module.TrainingConfig(**{**fast_parameters["training"], "epochs": 1,
-                                                                   "device": "cpu", "progress": False}),
-                              training_module.ViewConfig(**fast_parameters["views"]), seed=fast_parameters["seed"])
-    finally:
-        training_module.generate_views = original
+    original = training_module.Trainer.draw_views
+    monkeypatch.setattr(training_module.Trainer, "draw_views", lambda self: drawn.append(original(self)) or drawn[-1])
+    training_module.train(A, TrainingConfig(**{**fast_parameters["training"], "epochs": 1}),
+                          ViewConfig(**fast_parameters["views"]), RuntimeConfig(device="cpu", progress=False),
+                          seed=fast_parameters["seed"])
     np.testing.assert_array_equal(catalog.load("view_sample")["negative"], drawn[0].negative.numpy())
     np.testing.assert_array_equal(catalog.load("view_sample")["pair_b"], drawn[0].pair_b.numpy())
 
@@ -197,7 +219,7 @@ def test_evaluation_without_labels_skips_kmeans(tiny_table, fast_parameters):
     [
         (FeatureTable(X=np.where(np.eye(8, 40) > 0, np.nan, 1.0)), r"8 NaN .* first at \(row 0, column 0\)"),
         (FeatureTable(X=np.ones((3, 40))), "at least 4"),
-        (FeatureTable(X=np.random.default_rng(0).normal(size=(10, 4))), "smallest requested k is 5"),
+        (FeatureTable(X=np.random.default_rng(0).normal(size=(10, 4))), "4 feature.*selection.k is 5"),
         (FeatureTable(X=pd.DataFrame({"a": ["x"] * 8, **{f"f{i}": np.arange(8.0) for i in range(40)}})), "'a'"),
     ],
 )
@@ -208,43 +230,64 @@ def test_bad_input_fails_in_the_first_node_before_any_output(table, message, fas
     assert "standardized_data" not in catalog or not catalog["standardized_data"].exists()
 
 
+def test_a_k_grid_above_d_is_trimmed_but_the_production_k_above_d_is_refused(fast_parameters, caplog):
+    table = FeatureTable(X=np.random.default_rng(0).normal(size=(12, 8)))
+    fast_parameters["selection"] = {**fast_parameters["selection"], "k": 5, "k_values": [5, 50]}
+    catalog = run_pipeline("select", fast_parameters, raw_data=table)
+    assert sorted(set(catalog.load("selected_features")["k"])) == [5]
+    assert "k = 50 of selection.k_values are left out" in caplog.text
+    fast_parameters["selection"] = {**fast_parameters["selection"], "k": 50, "k_values": [5, 50]}
+    with pytest.raises(DataValidationError, match="8 feature.*selection.k is 50"):
+        run_pipeline("select", fast_parameters, raw_data=table)
+
+
 @pytest.mark.parametrize(
     "section, key, value, message",
     [
-        ("training", "epochs", -1, "training.epochs must be a positive integer"),
-        ("training", "device", "tpu", "training.device 'tpu'"),
-        ("training", "learning_rat", 0.1, r"unknown key\(s\) training.learning_rat"),
-        ("training", "precision", "bf16", "training.precision 'bf16' needs a CUDA device"),
-        ("training", "compile", "fastest", "training.compile must be null or a torch.compile backend"),
-        ("views", "heavy_keep", 1.5, r"views.heavy_keep must be in \(0, 1\]"),
-        ("views", "light_keep", 0.0, r"views.light_keep must be in \(0, 1\]"),
-        ("views", "stream", "cuda", r"views.stream must be one of \('vectorized', 'reference'\), got 'cuda'"),
-        ("lgrc", "quantile", 1.2, r"lgrc.quantile = 1.2 is invalid: expected a number in \[0, 1\]"),
-        ("lgrc", "alpha", 0.5, "lgrc.alpha = 0.5 is invalid"),
-        ("lgrc", "k_values", [], "lgrc.k_values"),
+        ("training", "epochs", -1, "training.epochs = -1 is invalid: expected an integer >= 1"),
+        ("runtime", "device", "tpu", "runtime.device 'tpu'"),
+        ("training", "learning_rat", 0.1, r"unknown parameter\(s\) training.learning_rat"),
+        ("runtime", "precision", "bf16", "runtime.precision 'bf16' needs a CUDA device"),
+        ("views", "heavy_keep", 1.5, r"views.heavy_keep = 1.5 is invalid: expected a number in \(0, 1\]"),
+        ("views", "stream", "cuda", "views.stream = 'cuda' is invalid: expected one of vectorized, published"),
+        ("selection", "quantile", 1.2, r"selection.quantile = 1.2 is invalid: expected a number in \[0, 1\]"),
+        ("selection", "alpha", 0.5, "selection.alpha = 0.5 is invalid"),
+        ("selection", "k_values", [], "selection.k_values"),
         ("ranking", "score", "l2", "ranking.score = 'l2' is invalid"),
         ("laplacian", "n_neighbors", 40, "laplacian.n_neighbors = 40 is invalid: expected fewer than the 40 samples"),
         ("evaluation", "n_runs", 0, "evaluation.n_runs = 0 is invalid"),
-        ("select", "k", 7, r"select.k = 7 is invalid: expected one of lgrc.k_values \[5, 10\]"),
+        ("selection", "k", 7, r"selection.k = 7 is invalid: expected 'auto' or one of selection.k_values \[5, 10\]"),
+        ("consensus", "members", 0, "consensus.members = 0 is invalid"),
     ],
 )
-def test_bad_parameters_fail_in_the_first_node_before_any_output(tiny_table, fast_parameters, section, key, value,
-                                                                 message):
-    fast_parameters["training"]["device"] = "cpu"  # the precision check depends on the device
+def test_bad_parameters_fail_before_any_output(tiny_table, fast_parameters, section, key, value, message):
+    fast_parameters["runtime"]["device"] = "cpu"  # the precision check depends on the device
     fast_parameters[section][key] = value
-    catalog = make_catalog(fast_parameters, raw_data=tiny_table, previous_selected_features=pd.DataFrame())
     with pytest.raises(ValueError, match=message):
-        SequentialRunner().run(register_pipelines()["__default__"], catalog)
+        run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
+
+
+def test_every_section_is_checked_before_the_first_node(tiny_table, fast_parameters):
+    """A bad key of a section the first node does not read (ranking) still stops the run before it."""
+    fast_parameters["ranking"]["score"] = "l2"
+    catalog = make_catalog(fast_parameters, raw_data=tiny_table, previous_selected_features=pd.DataFrame())
+    with pytest.raises(ParameterError, match="ranking.score"):
+        ParameterCheckHook().before_pipeline_run(run_params={}, pipeline=register_pipelines()["__default__"],
+                                                 catalog=catalog)
     assert not catalog["standardized_data"].exists()
 
 
-def test_same_data_parameters_and_seed_give_the_identical_selection_on_cpu(tiny_table, fast_parameters):
-    fast_parameters["training"]["device"] = "cpu"
+@pytest.mark.parametrize("consensus", [False, True], ids=["one-run", "consensus"])
+def test_same_data_parameters_seed_and_threads_give_the_identical_selection_on_cpu(tiny_table, fast_parameters,
+                                                                                   consensus):
+    fast_parameters["runtime"]["device"] = "cpu"
+    if consensus:
+        fast_parameters["consensus"] = CONSENSUS_OVERRIDES["consensus"]
     first = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
     second = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
     pd.testing.assert_frame_equal(first.load("feature_ranking"), second.load("feature_ranking"))
     pd.testing.assert_frame_equal(first.load("selected_features"), second.load("selected_features"))
-    np.testing.assert_array_equal(first.load("embeddings")["Z"], second.load("embeddings")["Z"])
+    np.testing.assert_array_equal(first.load("member_scores")["z_norm"], second.load("member_scores")["z_norm"])
 
 
 def test_constant_and_near_constant_features_never_produce_nan(tiny_table, fast_parameters):
@@ -256,12 +299,12 @@ def test_constant_and_near_constant_features_never_produce_nan(tiny_table, fast_
     table = FeatureTable(X=X, y=tiny_table.y, feature_names=tiny_table.feature_names)
     catalog = run_pipeline("__default__", fast_parameters, raw_data=table)
     assert np.isfinite(catalog.load("standardized_data")).all()
-    for name in ("feature_scores", "feature_ranking", "selected_features", "evaluation_table"):
+    for name in ("feature_ranking", "selected_features", "evaluation_table"):
         frame = catalog.load(name).select_dtypes("number")
         assert not frame.isna().any().any(), name
     ls = catalog.load("laplacian_scores").set_index("feature_index")["laplacian_score"]
     assert np.isinf(ls[[0, 1]]).all() and np.isfinite(ls[2])
-    assert np.isfinite(catalog.load("embeddings")["Z"]).all()
+    assert all(np.isfinite(v).all() for v in catalog.load("member_scores").values())
 
 
 def test_select_publishes_a_named_list_the_reduced_data_and_stability(tiny_table, fast_parameters):
@@ -269,6 +312,7 @@ def test_select_publishes_a_named_list_the_reduced_data_and_stability(tiny_table
     first = run_pipeline("select", fast_parameters, raw_data=unlabeled)
     listing = first.load("selected_feature_list")
     assert list(listing.columns) == ["rank", "feature_name", "feature_index", "score", "laplacian_score"]
+    assert first.load("k_choice") == {"k": 5, "reason": "selection.k = 5"}
     assert list(listing["rank"]) == [1, 2, 3, 4, 5]
     reduced = first.load("reduced_data")
     assert list(reduced.columns) == listing["feature_name"].tolist()

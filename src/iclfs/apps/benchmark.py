@@ -189,7 +189,7 @@ def publish(cells: dict[str, pd.DataFrame], published: Path, command: str, data_
         except FileNotFoundError as err:
             missing[dataset] = str(err)
     report = published.parent / f"{published.name}.md"
-    report.write_text(build_report(results, spec, command, missing))
+    report.write_text(build_report(results, spec, command, missing, figures=f"{published.name}/figures"))
     figures = published / "figures"
     figures.mkdir(parents=True, exist_ok=True)
     for dataset in sorted(set(results["dataset"])):
@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     try:
         overrides = canonical(parse_overrides(args.overrides))
-        Settings().with_overrides(overrides)  # a bad --set stops here, before any work
+        chain.check_runtime(Settings().with_overrides(overrides))  # a bad --set stops here, before any work
         jobs = plan(args.datasets, args.seeds, overrides, args.data_dirs, Path(args.cells),
                     iclfs=not args.baselines_only, baselines=[] if args.no_baselines else args.baselines,
                     force=args.force)

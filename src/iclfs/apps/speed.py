@@ -1,7 +1,6 @@
-"""Speed benchmark: the ``paper`` and ``fast`` training schedules side by side.
+"""Speed benchmark: the ``paper`` and ``fast`` schedules side by side, and the default selection's wall time.
 
-    python -m iclfs.apps.speed --datasets Prostate_GE COIL20 arcene BASEHOCK \
-        --epochs 3 --output docs/performance.md
+    python -m iclfs.apps.speed --datasets Prostate_GE COIL20 arcene BASEHOCK --epochs 3
 
 For each dataset it trains both schedules for a few epochs on the same data,
 each in its own subprocess (so peak memory is that schedule's alone), and
@@ -10,17 +9,13 @@ epoch), peak memory (RSS on CPU, max allocated on CUDA), the speed-up, the
 FLOPs of one epoch (counted by ``torch.utils.flop_counter``) and the achieved
 FLOP/s against this machine's fp32 matmul rate, measured by the ``fast``
 worker itself just before and just after its timed epochs (the higher of the
-two): on a shared machine that rate drifts by 20 % within an hour, so a rate
-taken once at the start would misjudge later rows. A synthetic sweep
-over d (up to 50,000 features at n = 200) and over n reports time and memory
-per epoch of the ``fast`` schedule. The report checks the targets of
+two: on a shared machine that rate drifts). Every epoch is
+:meth:`iclfs.method.training.Trainer.step`, what training runs. A synthetic
+sweep over d and over n reports time and memory per ``fast`` epoch, and
+``--selection-sizes`` times the whole default selection (every consensus
+member, scoring, the Laplacian score, LGRC) on synthetic tables of those
+sizes: what a user waits for. The report checks the targets of
 :data:`TARGETS` and ends with the hand-written analysis of ``--notes``.
-
-``--keep docs/performance.json`` re-measures only the datasets named (and the
-sweeps, unless given empty) and carries the rest over from the earlier
-report, each marked with the date it was measured on. ``--render
-docs/performance.json`` measures nothing and rewrites the Markdown (after the
-notes were edited).
 """
 
 from __future__ import annotations
@@ -40,23 +35,24 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from iclfs.io.tables import read_feature_table
+from iclfs.method import chain
+from iclfs.method.config import RuntimeConfig, Settings, TrainingConfig, ViewConfig
 from iclfs.method.model import FeatureAttention
 from iclfs.method.preprocessing import FeatureTable, invert, prepare
-from iclfs.method.runtime import estimate_training_memory
-from iclfs.io.tables import read_feature_table
-from iclfs.method.training import (
-    STEPS,
-    TrainingConfig,
-    build_model,
+from iclfs.method.runtime import (
+    attention_kernel_for,
     compute_settings,
-    forward_context_for,
+    estimate_training_memory,
     resolve_device,
+    resolve_precision,
 )
-from iclfs.method.views import ViewConfig, generate_views
+from iclfs.method.training import Trainer
 
 DEFAULT_DATASETS = ("Prostate_GE", "COIL20", "arcene", "BASEHOCK")
 SWEEP_D = (1000, 5000, 10000, 20000, 50000)
 SWEEP_N = (100, 500, 1000, 2000)
+SELECTION_SIZES = ("2000x200", "20000x200")
 
 
 @dataclass(frozen=True)
@@ -101,7 +97,7 @@ def attention_kernel_seconds(d: int, n: int, device: torch.device, repeats: int 
     q, k, v = (torch.randn(d, n, device=device, generator=generator).requires_grad_() for _ in range(3))
     grad = torch.randn(d, n, device=device, generator=generator)
     seconds = {}
-    for kernel in ("fused", "chunked"):
+    for kernel in ("fused", "blocked"):
         attention = FeatureAttention(n, kernel).to(device)
         best = float("inf")
         for _ in range(repeats):
@@ -118,7 +114,7 @@ def attention_kernel_seconds(d: int, n: int, device: torch.device, repeats: int 
 def flop_counter():
     """``FlopCounterMode`` that also counts what torch's table leaves out: the CPU
     flash-attention kernels (it has their CUDA siblings only) and the in-place
-    ``addmm_`` with which the chunked attention and InfoNCE backward passes
+    ``addmm_`` with which the blocked attention and InfoNCE backward passes
     accumulate their gradients (12 products of 94 GFLOP each in a BASEHOCK epoch)."""
     from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
@@ -169,30 +165,10 @@ def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def epoch_runner(A: torch.Tensor, config: TrainingConfig, seed: int = 0):
-    """A fresh network, Adam and view generator on the (d, n) map ``A`` (on its device).
-
-    Returns ``(model, regime, run_epoch)``; ``run_epoch(loss_chunk_size)`` runs one
-    epoch of ``config.schedule`` as :func:`iclfs.method.training.train` does (views,
-    step, optimizer step, with the configured precision) and waits for the device.
-    """
-    device = A.device
-    forward_context = forward_context_for(device, config.precision_for(device))
-    torch.manual_seed(seed)
-    model, regime = build_model(A.shape[1], config, device)
-    model.to(device).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
-    generator = torch.Generator(device=device).manual_seed(seed)
-    step = STEPS[config.schedule]
-
-    def run_epoch(loss_chunk_size: int | None) -> None:
-        views = generate_views(A, ViewConfig(), generator)
-        optimizer.zero_grad(set_to_none=True)
-        step(model, A, views, config.temperature, regime.decorrelation_weight, loss_chunk_size, forward_context)
-        optimizer.step()
-        _sync(device)
-
-    return model, regime, run_epoch
+def _synthetic_table(shape: str) -> FeatureTable:
+    """A random ``DxN`` table (d features, n samples) with no structure: timing only."""
+    d, n = (int(v) for v in shape.split("x"))
+    return FeatureTable(X=np.random.default_rng(0).normal(size=(n, d)).astype(np.float32), source=f"synthetic {shape}")
 
 
 def worker(source: str, schedule: str, epochs: int, device_name: str, count_flops: bool,
@@ -204,47 +180,41 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
     CUDA the first epoch pays for cuBLAS handles and kernel selection, often
     more than a whole epoch, so it is always run and never timed.
 
-    Each epoch is :func:`iclfs.method.training.train`'s: same step, precision and thread count.
+    Each epoch is :meth:`iclfs.method.training.Trainer.step`, with training's precision and thread count.
     """
-    device = resolve_device(device_name)
-    A = torch.as_tensor(_inverted_map(source), device=device)
+    A = _inverted_map(source)
     d, n = A.shape
     rss_before = peak_rss_bytes()
-    config = TrainingConfig(schedule=schedule, device=device_name, precision=precision, progress=False)
-    precision = config.precision_for(device)
-    model, regime, run_epoch = epoch_runner(A, config)
-    loss_chunk = config.loss_chunk_size_for(d, device)
-
-    def epoch() -> None:
-        run_epoch(loss_chunk)
+    runtime = RuntimeConfig(device=device_name, precision=precision, progress=False, check_memory=False)
+    trainer = Trainer(A, TrainingConfig(schedule=schedule), ViewConfig(), runtime, seed=0)
+    device = trainer.device
 
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     times = []
     flops = None
     matmul_rates = []
-    with compute_settings(device, precision, config.num_threads) as threads:
+    with compute_settings(device, trainer.precision, runtime.num_threads) as threads:
         if count_flops:
             matmul_rates.append(matmul_gflops(device))
         warm_up = epochs > 1 or device.type == "cuda"
         for i in range(epochs + warm_up):
-            start = time.perf_counter()
-            epoch()
+            seconds = trainer.step()["seconds"]
             if not warm_up or i > 0:
-                times.append(time.perf_counter() - start)
+                times.append(seconds)
         if count_flops:
             matmul_rates.append(matmul_gflops(device))
             with flop_counter() as counter:
-                epoch()
+                trainer.step()
             flops = counter.get_total_flops()
     result = {
         "source": source,
         "d": d,
         "n": n,
-        "regime": regime.name,
+        "regime": trainer.regime.name,
         "schedule": schedule,
         "device": str(device),
-        "precision": precision,
+        "precision": trainer.precision,
         "threads": threads,
         "epoch_seconds": times,
         "median_seconds": statistics.median(times),
@@ -253,24 +223,44 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
         "flops_per_epoch": flops,
         # The higher of the rates around the timed epochs, so drift never flatters the share.
         "matmul_gflops": max(matmul_rates) if matmul_rates else None,
-        "estimated_bytes": estimate_training_memory(d, n, regime, schedule, model.attention.kernel,
-                                                    loss_chunk_size=loss_chunk).total_bytes,
-        "attention_kernel": model.attention.kernel,  # the one that ran
-        "loss_chunk_size": loss_chunk,
+        "estimated_bytes": estimate_training_memory(d, n, trainer.regime, schedule, trainer.attention_kernel,
+                                                    loss_block_rows=trainer.loss_block_rows).total_bytes,
+        "attention_kernel": trainer.attention_kernel,  # the one that ran
+        "loss_block_rows": trainer.loss_block_rows,
     }
     if device.type == "cuda":
         result["peak_cuda_bytes"] = torch.cuda.max_memory_allocated(device)
     return result
 
 
+def selection_worker(shape: str, device_name: str) -> dict:
+    """Wall time of the default selection (:func:`iclfs.method.chain.run`, default settings) on a ``DxN`` table."""
+    settings = Settings().with_overrides(f"runtime.device={device_name},runtime.progress=false")
+    started = time.perf_counter()
+    result = chain.run(_synthetic_table(shape), settings)
+    seconds = time.perf_counter() - started
+    return {"shape": shape, "d": int(shape.split("x")[0]), "n": int(shape.split("x")[1]), "seconds": seconds,
+            "training_seconds": sum(m.seconds for m in result.members), "members": len(result.members),
+            "epochs": sum(len(m.result.history) for m in result.members), "device": result.members[0].result.device,
+            "threads": result.members[0].result.threads, "peak_rss_bytes": peak_rss_bytes()}
+
+
 def run_worker(source: str, schedule: str, epochs: int, device: str, count_flops: bool,
                precision: str = "auto") -> dict:
     """Run :func:`worker` in a fresh interpreter, so its peak memory is its own."""
-    command = [sys.executable, "-m", "iclfs.apps.speed", "--worker", source, schedule, str(epochs), device,
-               "1" if count_flops else "0", precision]
-    done = subprocess.run(command, capture_output=True, text=True)
+    return _subprocess(["--worker", source, schedule, str(epochs), device, "1" if count_flops else "0", precision],
+                       {"source": source, "schedule": schedule})
+
+
+def run_selection_worker(shape: str, device: str) -> dict:
+    """Run :func:`selection_worker` in a fresh interpreter."""
+    return _subprocess(["--selection-worker", shape, device], {"shape": shape})
+
+
+def _subprocess(arguments: list[str], identity: dict) -> dict:
+    done = subprocess.run([sys.executable, "-m", "iclfs.apps.speed", *arguments], capture_output=True, text=True)
     if done.returncode != 0:
-        return {"source": source, "schedule": schedule, "error": done.stderr.strip().splitlines()[-1:]}
+        return {**identity, "error": done.stderr.strip().splitlines()[-1:]}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -285,11 +275,6 @@ def _gib(value: float | None) -> str:
 
 def _memory(result: dict) -> float:
     return result.get("peak_cuda_bytes", result["peak_rss_bytes"])
-
-
-def _reference_gflops(fast: dict, run_env: dict) -> float:
-    """The matmul rate ``fast``'s share is judged against: its worker's own, else (older reports) the run's."""
-    return fast.get("matmul_gflops") or run_env["matmul_gflops"]
 
 
 def target_checks(name: str, target: Target, paper: dict, fast: dict, matmul_gflops: float) -> list[str]:
@@ -338,25 +323,21 @@ def render(report: dict, notes: str = "") -> str:
     checks: list[str] = []
     for row in report["datasets"]:
         paper, fast = row["paper"], row["fast"]
-        # A row kept from an earlier run (--keep) carries that run's environment: its date, and the
-        # matmul rate its share is judged against when its worker measured none.
-        row_env = row.get("environment", env)
         if "error" in paper or "error" in fast:
             lines.append(f"| {row['name']} | failed: {paper.get('error') or fast.get('error')} |")
             continue
         rate = fast["flops_per_epoch"] / fast["median_seconds"] / 1e9 if fast["flops_per_epoch"] else None
-        reference = _reference_gflops(fast, row_env)
-        kept = f" (measured {row_env['date']})" if row_env is not env else ""
+        reference = fast["matmul_gflops"]
         lines.append(
-            f"| {row['name']}{kept} | {fast['n']} x {fast['d']} | {fast['regime']} | {_seconds(paper['median_seconds'])} | "
+            f"| {row['name']} | {fast['n']} x {fast['d']} | {fast['regime']} | {_seconds(paper['median_seconds'])} | "
             f"{_seconds(fast['median_seconds'])} | {paper['median_seconds'] / fast['median_seconds']:.2f}x | "
             f"{_gib(_memory(paper))} | {_gib(_memory(fast))} | {_memory(fast) / _memory(paper):.2f} | "
             f"{fast['flops_per_epoch'] / 1e9:.0f} | {rate:.1f} | {reference:.1f} | {100 * rate / reference:.0f}% | "
-            f"{fast.get('attention_kernel', '—')} | {fast.get('loss_chunk_size') or '—'} | "
-            f"{fast.get('precision', 'fp32')} | "  # fp32: runs before the option
+            f"{fast.get('attention_kernel', '—')} | {fast.get('loss_block_rows') or '—'} | "
+            f"{fast['precision']} | "
             f"{_gib(paper['estimated_bytes'])} / {_gib(fast['estimated_bytes'])} |"
         )
-        if row["name"] in TARGETS and row_env["device"] == "cpu":
+        if row["name"] in TARGETS and env["device"] == "cpu":
             checks += target_checks(row["name"], TARGETS[row["name"]], paper, fast, reference)
     if checks:
         lines += ["", "## Targets", "", *checks]
@@ -364,21 +345,17 @@ def render(report: dict, notes: str = "") -> str:
     if timed:
         lines += ["", "## Attention kernels", "",
                   "Forward + backward of the attention core alone at each dataset's (d, n), best of 3; "
-                  "`auto` is what `training.attention_kernel: auto` picks for `fast` here.", "",
-                  "| dataset | n x d | fused s | chunked s | faster | auto |", "|---|---|---|---|---|---|"]
+                  "`picked` is the kernel `fast` uses here (iclfs.method.runtime.attention_kernel_for).", "",
+                  "| dataset | n x d | fused s | blocked s | faster | picked |", "|---|---|---|---|---|---|"]
         for row in timed:
             t, fast = row["attention_seconds"], row["fast"]
-            device = row.get("environment", env)["device"]
-            auto = TrainingConfig(schedule="fast").attention_kernel_for(
-                fast["n"], "cpu" if device == "cpu" else "cuda")
-            lines.append(f"| {row['name']} | {fast['n']} x {fast['d']} | {_seconds(t['fused'])} | {_seconds(t['chunked'])} | "
+            auto = attention_kernel_for("fast", fast["n"], "cpu" if env["device"] == "cpu" else "cuda")
+            lines.append(f"| {row['name']} | {fast['n']} x {fast['d']} | {_seconds(t['fused'])} | {_seconds(t['blocked'])} | "
                          f"{min(t, key=t.get)} | {auto} |")
     for title, key in (("d (n = 200)", "sweep_d"), ("n (d = 2000)", "sweep_n")):
         if not report.get(key):
             continue
-        kept = report.get(f"{key}_environment")
-        lines += ["", f"## Scale sweep over {title}, `fast` schedule"
-                  + (f" (measured {kept['date']}, {kept['cpu_threads']} threads)" if kept else ""), "",
+        lines += ["", f"## Scale sweep over {title}, `fast` schedule", "",
                   "| n x d | regime | s/epoch | peak GiB | estimated GiB | d x d fp32 would be GiB |",
                   "|---|---|---|---|---|---|"]
         for r in report[key]:
@@ -387,21 +364,21 @@ def render(report: dict, notes: str = "") -> str:
                 continue
             lines.append(f"| {r['n']} x {r['d']} | {r['regime']} | {_seconds(r['median_seconds'])} | "
                          f"{_gib(_memory(r))} | {_gib(r['estimated_bytes'])} | {_gib(4 * r['d'] ** 2)} |")
+    if report.get("selection"):
+        lines += ["", "## The default selection, end to end", "",
+                  "`iclfs.method.chain.run` with the default settings on a random table of d features x n samples: "
+                  "every consensus member, scoring, the Laplacian score and LGRC, in a fresh process.", "",
+                  "| d x n | members | epochs in all | wall s | training s | peak GiB | device | threads |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in report["selection"]:
+            if "error" in r:
+                lines.append(f"| {r['shape']} | failed: {r['error']} | | | | | | |")
+                continue
+            lines.append(f"| {r['d']} x {r['n']} | {r['members']} | {r['epochs']} | {r['seconds']:.0f} | "
+                         f"{r['training_seconds']:.0f} | {_gib(r['peak_rss_bytes'])} | {r['device']} | {r['threads']} |")
     if notes.strip():
         lines += ["", "## Analysis", "", notes.strip()]
     return "\n".join(lines) + "\n"
-
-
-def keep_results(report: dict, previous: dict) -> None:
-    """Carry over ``previous``'s results that ``report`` did not measure, each with its own environment."""
-    measured = {row["name"]: row for row in report["datasets"]}
-    rows = [measured.pop(row["name"], None) or {"environment": previous["environment"], **row}
-            for row in previous["datasets"]]
-    report["datasets"] = rows + list(measured.values())  # the earlier report's order, then new datasets
-    for key in ("sweep_d", "sweep_n"):
-        if not report.get(key) and previous.get(key):
-            report[key] = previous[key]
-            report[f"{key}_environment"] = previous.get(f"{key}_environment", previous["environment"])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -409,6 +386,9 @@ def main(argv: list[str] | None = None) -> None:
     if argv and argv[0] == "--worker":
         source, schedule, epochs, device, count, precision = argv[1:7]
         print(json.dumps(worker(source, schedule, int(epochs), device, count == "1", precision)))
+        return
+    if argv and argv[0] == "--selection-worker":
+        print(json.dumps(selection_worker(argv[1], argv[2])))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", nargs="*", default=list(DEFAULT_DATASETS))
@@ -420,27 +400,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sweep-d", type=int, nargs="*", default=list(SWEEP_D))
     parser.add_argument("--sweep-n", type=int, nargs="*", default=list(SWEEP_N))
     parser.add_argument("--sweep-epochs", type=int, default=1)
-    parser.add_argument("--output", default="docs/performance.md")
-    parser.add_argument("--keep", metavar="JSON",
-                        help="an earlier report's JSON: its datasets not measured now, and its sweeps when "
-                             "--sweep-d/--sweep-n are given empty, are carried over and marked with their date")
-    parser.add_argument("--notes", default="docs/performance_notes.md",
+    parser.add_argument("--selection-sizes", nargs="*", default=list(SELECTION_SIZES),
+                        help="DxN tables the whole default selection is timed on")
+    parser.add_argument("--output", default="docs/reports/performance.md")
+    parser.add_argument("--notes", default="docs/guides/performance.md",
                         help="hand-written analysis appended to the report, if the file exists")
-    parser.add_argument("--render", metavar="JSON",
-                        help="measure nothing: rewrite --output from this report's JSON and --notes")
     args = parser.parse_args(argv)
     notes = Path(args.notes).read_text() if args.notes and Path(args.notes).is_file() else ""
     output = Path(args.output)
-    if args.render:
-        output.write_text(render(json.loads(Path(args.render).read_text()), notes))
-        print(f"wrote {output}")
-        return
-
     try:
-        TrainingConfig(device=args.device, precision=args.precision)
+        device = resolve_device(args.device)
+        for schedule in ("paper", "fast"):
+            resolve_precision(RuntimeConfig(device=args.device, precision=args.precision).precision, schedule, device)
     except ValueError as err:
         parser.error(str(err))
-    device = resolve_device(args.device)
     report = {
         "environment": {
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -471,8 +444,11 @@ def main(argv: list[str] | None = None) -> None:
                                 args.precision)
             print(json.dumps(result), flush=True)
             report[key].append(result)
-    if args.keep:
-        keep_results(report, json.loads(Path(args.keep).read_text()))
+    report["selection"] = []
+    for shape in args.selection_sizes:
+        result = run_selection_worker(shape, args.device)
+        print(json.dumps(result), flush=True)
+        report["selection"].append(result)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.with_suffix(".json").write_text(json.dumps(report, indent=2))
     output.write_text(render(report, notes))

@@ -57,8 +57,11 @@ class TableReadError(ValueError):
     """The file cannot be read as a feature table; the message names the file and why."""
 
 
-def table_format(name: str) -> tuple[str, str | None]:
-    """(format suffix, compression) of a file name: ``expr.tsv.gz`` -> (``.tsv``, ``gzip``)."""
+def table_format(name: str, source: str | None = None) -> tuple[str, str | None]:
+    """(format suffix, compression) of a file name: ``expr.tsv.gz`` -> (``.tsv``, ``gzip``).
+
+    ``source`` (the full path) names the file in the error; ``name`` by default.
+    """
     suffixes = [s.lower() for s in PurePosixPath(name).suffixes]
     compression = COMPRESSIONS.get(suffixes[-1]) if suffixes else None
     if compression:
@@ -66,7 +69,7 @@ def table_format(name: str) -> tuple[str, str | None]:
     fmt = suffixes[-1] if suffixes else ""
     if fmt not in FORMATS or (compression and fmt not in TEXT):
         known = ", ".join(FORMATS)
-        raise TableReadError(f"{name}: the format {''.join(suffixes[-1:]) or '(no suffix)'}"
+        raise TableReadError(f"{source or name}: the format {''.join(suffixes[-1:]) or '(no suffix)'}"
                              f"{' with ' + compression if compression else ''} is not supported; supported: {known} "
                              "(text tables also compressed: .gz, .bz2, .xz, .zip)")
     return fmt, compression
@@ -82,9 +85,13 @@ def parse_feature_table(
     label_key: str | None = "Y",
     label_column: str | None = None,
     id_column: str | None = None,
+    sep: str | None = None,
     load_args: dict[str, Any] | None = None,
 ) -> FeatureTable:
     """The table held in ``raw``, the whole content of a file named ``name`` (its suffixes pick the reader).
+
+    ``sep`` sets a text table's delimiter (the suffix's by default); ``load_args``
+    go to the reader as they are.
 
     Raises
     ------
@@ -95,10 +102,12 @@ def parse_feature_table(
     source = source or name
     if orientation not in ORIENTATIONS:
         raise TableReadError(f"{source}: orientation {orientation!r} is not one of {', '.join(ORIENTATIONS)}")
-    fmt, compression = table_format(name)
+    fmt, compression = table_format(name, source)
     if not raw:
         raise TableReadError(f"{source}: the file is empty")
     load_args = dict(load_args or {})
+    if sep is not None:
+        load_args["sep"] = sep
     if fmt == ".mat":
         table = _parse_mat(raw, source, data_key, label_key, load_args)
         if orientation == "features_in_rows":
@@ -182,8 +191,8 @@ def _read_frame(raw: bytes, fmt: str, compression: str | None, source: str, load
             sep, name = found[0]
             raise TableReadError(
                 f"{source}: the header {header[:60]!r} was read as one column: the delimiter looks wrong (the "
-                f"header holds {name}). Set it: load_args: {{sep: {sep!r}}} in the catalog entry, or a file "
-                "suffix that says it (.csv for commas, .tsv for tabs).")
+                f"header holds {name}). Say which it is: kedro run ... --params \"sep={sep!r}\" (or sep: {sep!r} "
+                "in the catalog entry), or give the file a suffix that says it (.csv for commas, .tsv for tabs).")
     if frame.shape[1] == 0:
         raise TableReadError(f"{source}: no columns were read")
     if fmt in TEXT and not {"header", "names", "index_col", "usecols"} & set(load_args):

@@ -50,6 +50,12 @@ def k_values_for(selection: SelectionConfig, n_features: int) -> list[int]:
     return sorted(k for k in selection.k_values if k <= n_features)
 
 
+def check_runtime(settings: Settings) -> None:
+    """The device exists and can run the precision asked for (no data needed)."""
+    device = resolve_device(settings.runtime.device)
+    resolve_precision(settings.runtime.precision, settings.training.schedule, device)
+
+
 def check_for_data(settings: Settings, n_samples: int, n_features: int, source: str = "data") -> list[int]:
     """Every check of the settings that needs the table's shape, before any training.
 
@@ -81,11 +87,11 @@ def check_for_data(settings: Settings, n_samples: int, n_features: int, source: 
     if settings.laplacian.n_neighbors >= n_samples:
         raise ParameterError(f"parameter laplacian.n_neighbors = {settings.laplacian.n_neighbors} is invalid: "
                              f"expected fewer than the {n_samples} samples")
+    check_runtime(settings)
     if settings.runtime.check_memory:
         training, _ = member_settings(n_samples, settings.training, settings.consensus)
         n_member = member_samples(n_samples, settings.consensus)
         device = resolve_device(settings.runtime.device)
-        resolve_precision(settings.runtime.precision, training.schedule, device)
         regime = select_regime(n_member, training.regime, training.regime_threshold)
         estimate = estimate_training_memory(
             n_features, n_member, regime, training.schedule, attention_kernel_for(training.schedule, n_member, device),

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import logging
 import os
-import urllib.error
-import urllib.request
+import socket
+import urllib.parse
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -130,8 +130,21 @@ class TrackingUnavailableError(ConnectionError):
     """Raised before a run when the configured MLflow tracking server does not answer."""
 
 
+def mask_credentials(uri: str) -> str:
+    """``uri`` with any ``user:password@`` replaced by ``***@``, fit to print or log."""
+    parts = urllib.parse.urlsplit(uri)
+    if "@" not in parts.netloc:
+        return uri
+    return urllib.parse.urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+
+
 class MlflowPreflightHook:
-    """Fail fast, with the URI and the remedies, when an HTTP tracking server is down."""
+    """Fail fast, with the (masked) URI and the remedies, when an HTTP tracking server is down.
+
+    Reachability is judged on the host alone: a TCP connection to its port.
+    Credentials, paths and authentication are kedro-mlflow's business, and the
+    URI is never printed with its credentials.
+    """
 
     timeout_seconds = 5.0
 
@@ -147,15 +160,78 @@ class MlflowPreflightHook:
         uri = str(server.get("mlflow_tracking_uri") or "")
         if not uri.startswith(("http://", "https://")):
             return
+        parts = urllib.parse.urlsplit(uri)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
         try:
-            with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=self.timeout_seconds):
+            with socket.create_connection((parts.hostname, port), timeout=self.timeout_seconds):
                 return
-        except urllib.error.HTTPError:
-            return  # it answered; authentication and paths are kedro-mlflow's business
-        except (urllib.error.URLError, OSError) as err:
-            reason = getattr(err, "reason", err)
+        except OSError as err:
             raise TrackingUnavailableError(
-                f"the MLflow tracking server {uri} (server.mlflow_tracking_uri in mlflow.yml) does not answer "
-                f"({reason}); nothing was run. Start the server, or track locally by setting "
-                "server.mlflow_tracking_uri: sqlite:///mlflow.db in conf/local/mlflow.yml."
+                f"the MLflow tracking server {mask_credentials(uri)} (server.mlflow_tracking_uri in mlflow.yml) "
+                f"does not answer ({err.strerror or err}); nothing was run. Start the server, or track locally by "
+                "setting server.mlflow_tracking_uri: sqlite:///mlflow.db in conf/local/mlflow.yml."
             ) from None
+
+
+class RunSummaryHook:
+    """At the end of every run, a short block in the log: what was selected, where it is, what changed.
+
+    It reads back what the run saved (each through its catalog entry, so the
+    run's own versions): the data source and the table's shape, the k and
+    why, the list's path and its first ten features, the best k and accuracy
+    when labels exist, and the overlap with the previous run.
+    """
+
+    @hook_impl
+    def after_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
+        try:
+            lines = summary_lines(pipeline.all_outputs(), catalog)
+        except Exception as err:  # a summary must never turn a finished run into a failed one
+            LOGGER.debug("no run summary: %s", err)
+            return
+        if lines:
+            LOGGER.info("Run summary\n  %s", "\n  ".join(lines))
+
+
+def _load(catalog: Any, name: str, outputs: set) -> Any:
+    return catalog.load(name) if name in outputs and name in catalog else None
+
+
+def summary_lines(outputs: set, catalog: Any) -> list[str]:
+    """The run summary's lines (empty when the run produced no selection)."""
+    listing = _load(catalog, "selected_feature_list", outputs)
+    selected = _load(catalog, "selected_features", outputs)
+    if listing is None and selected is None:
+        return []
+    lines = []
+    names = catalog.load("feature_names") if "feature_names" in catalog else None
+    path = saved_path(catalog.get("selected_features"))
+    if path is not None and len(path.parts) >= 4:  # data/<layer>/<data source>/<file>/<version>/<file>
+        lines.append(f"data source: {path.parts[-4]}")
+    standardized = catalog.load("standardized_data") if "standardized_data" in catalog else None
+    if standardized is not None:
+        lines.append(f"table: {standardized.shape[1]} features x {standardized.shape[0]} samples")
+    elif names is not None:
+        lines.append(f"table: {len(names)} features")
+    choice = _load(catalog, "k_choice", outputs)
+    if choice is not None:
+        lines.append(f"k = {choice['k']}: {choice['reason']}")
+    if listing is not None:
+        path = saved_path(catalog.get("selected_feature_list"))
+        lines.append(f"the list: {path}")
+        top = ", ".join(str(name) for name in listing["feature_name"].head(10))
+        lines.append(f"top {min(10, len(listing))}: {top}")
+    evaluation = _load(catalog, "evaluation_summary", outputs)
+    if evaluation and evaluation.get("labels"):
+        lines.append(f"best k = {evaluation['best_k']}: k-means accuracy {100 * evaluation['best_accuracy_mean']:.1f} % "
+                     f"(NMI {100 * evaluation['best_nmi_mean']:.1f} %)")
+    stability = _load(catalog, "selection_stability", outputs)
+    if stability is not None:
+        if stability.get("previous_version") is None:
+            lines.append("stability: first run on this data source, nothing to compare")
+        elif choice is not None and str(choice["k"]) in {str(k) for k in stability.get("per_k", {})}:
+            row = stability["per_k"].get(str(choice["k"])) or stability["per_k"].get(choice["k"])
+            if "jaccard" in row:
+                lines.append(f"stability: Jaccard {row['jaccard']:.2f} with the run of {stability['previous_version']}"
+                             f" ({len(row['entered'])} entered, {len(row['left'])} left)")
+    return lines

@@ -45,6 +45,7 @@ class FeatureTableDataset(AbstractDataset[None, FeatureTable]):
         label_key: str | None = "Y",
         label_column: str | None = None,
         id_column: str | None = None,
+        sep: str | None = None,
         load_args: dict[str, Any] | None = None,
         synthetic: dict[str, Any] | None = None,
         credentials: dict[str, Any] | None = None,
@@ -54,7 +55,8 @@ class FeatureTableDataset(AbstractDataset[None, FeatureTable]):
             raise DatasetError(f"FeatureTableDataset: orientation {orientation!r} is not one of "
                                f"{', '.join(ORIENTATIONS)}")
         self._options = {"orientation": orientation, "data_key": data_key, "label_key": label_key,
-                         "label_column": label_column, "id_column": id_column, "load_args": dict(load_args or {})}
+                         "label_column": label_column, "id_column": id_column, "sep": sep,
+                         "load_args": dict(load_args or {})}
         self._synthetic = dict(synthetic or {})
         self._search_dirs = [str(d) for d in search_dirs or []]
         self.metadata = metadata

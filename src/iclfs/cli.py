@@ -1,0 +1,82 @@
+"""The project's ``kedro run``: Kedro's own command, whose refusals read as one clear message.
+
+A run refused for its input, its parameters or its environment ends with
+the message that names the problem (file, column, shape, value) and a
+pointer to the README's troubleshooting table, not a page of traceback. The
+traceback goes to ``logs/last_error.log``, and ``kedro run --verbose``
+prints it as well. Anything else (a bug) keeps Kedro's full report.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from pathlib import Path
+
+import click
+from kedro.framework.cli.project import run as kedro_run
+
+from iclfs.io.tables import TableReadError
+from iclfs.method.config import ParameterError
+from iclfs.method.preprocessing import DataValidationError
+from iclfs.method.runtime import ResourceLimitError
+from iclfs.pipelines.hooks import OutputNotWritableError, TrackingUnavailableError
+from iclfs.pipelines.resolvers import DataSourceError
+
+#: Errors that are about what the user gave, not about the code: their message is the whole story.
+USER_ERRORS = (DataValidationError, ParameterError, TableReadError, DataSourceError, OutputNotWritableError,
+               TrackingUnavailableError, ResourceLimitError)
+ERROR_LOG = Path("logs") / "last_error.log"
+POINTER = ("What to do: README.md, 'When something goes wrong'. Full traceback: {log} "
+           "(or run again with --verbose).")
+
+
+def user_problem(error: BaseException) -> str | None:
+    """The message of the user-facing error behind ``error`` (following its causes), or None for a bug.
+
+    A dataset that cannot read its file (Kedro's ``DatasetError`` from an
+    iclfs dataset) counts too: its message names the file and the problem.
+    """
+    seen = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, USER_ERRORS):
+            return str(current)
+        if type(current).__name__ == "DatasetError" and _from_iclfs(current):
+            return str(current)
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _from_iclfs(error: BaseException) -> bool:
+    frames = traceback.extract_tb(error.__traceback__)
+    return any("/iclfs/io/" in frame.filename for frame in frames)
+
+
+def _run(verbose: bool, **kwargs):
+    try:
+        return kedro_run.callback(**kwargs)
+    except Exception as err:  # noqa: BLE001  (sorted below: user errors get one message, bugs re-raise)
+        problem = user_problem(err)
+        if problem is None or verbose:
+            raise
+        ERROR_LOG.parent.mkdir(parents=True, exist_ok=True)
+        ERROR_LOG.write_text("".join(traceback.format_exception(err)))
+        click.secho(f"Error: {problem}", err=True, fg="red")
+        click.echo(POINTER.format(log=ERROR_LOG), err=True)
+        sys.exit(1)
+
+
+@click.group(name="iclfs")
+def cli() -> None:
+    """Commands of the iclfs project."""
+
+
+cli.add_command(click.Command(
+    name="run",
+    params=[*kedro_run.params,
+            click.Option(["--verbose"], is_flag=True, help="On a refused run, print the full traceback too.")],
+    callback=_run,
+    help=kedro_run.help,
+))
