@@ -68,15 +68,19 @@ def _run(verbose: bool, **kwargs):
         sys.exit(1)
 
 
-@click.group(name="iclfs")
-def cli() -> None:
-    """Commands of the iclfs project."""
-
-
-cli.add_command(click.Command(
+#: ``kedro run`` in this project, and ``python -m iclfs`` / the packaged ``iclfs`` command.
+run = click.Command(
     name="run",
     params=[*kedro_run.params,
             click.Option(["--verbose"], is_flag=True, help="On a refused run, print the full traceback too.")],
     callback=_run,
     help=kedro_run.help,
-))
+)
+
+
+@click.group(name="iclfs")
+def cli() -> None:
+    """Commands of the iclfs project."""
+
+
+cli.add_command(run)

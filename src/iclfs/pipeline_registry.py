@@ -34,8 +34,9 @@ STAGES = {
     "evaluation": evaluation,
     "publish": publish,
 }
-# The production path: no view inspection, no evaluation (labels are optional).
-SELECT = ("data_processing", "training", "laplacian", "ranking", "lgrc", "publish")
+# The production path: no view inspection. The evaluation runs (the report shows accuracy
+# against k when the table has labels; without labels it skips the k-means protocol).
+SELECT = ("data_processing", "training", "laplacian", "ranking", "lgrc", "evaluation", "publish")
 
 
 def benchmark_datasets(conf: Path | None = None) -> tuple[str, ...]:

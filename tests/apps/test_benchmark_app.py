@@ -185,11 +185,12 @@ def test_a_bad_setting_stops_before_any_file_is_written(data, tmp_path, capsys):
     assert not cells.exists()
 
 
-def test_a_precision_the_device_lacks_stops_before_any_cell(data, tmp_path):
-    """Checked against the device when the job starts, before training: no cell, not even the baselines'."""
+def test_a_precision_the_device_lacks_stops_before_any_cell(data, tmp_path, capsys):
+    """Checked against the device before any job starts: no cell, not even the baselines'."""
     cells = tmp_path / "cells"
-    with pytest.raises(ValueError, match="runtime.precision 'bf16' needs a CUDA device"):
+    with pytest.raises(SystemExit):
         _run(data, cells, overrides=SET + ",runtime.device=cpu,runtime.precision=bf16")
+    assert "runtime.precision 'bf16' needs a CUDA device" in capsys.readouterr().err
     assert not cells.exists() or _files(cells) == []
 
 

@@ -59,10 +59,11 @@ def test_registry_has_every_stage_and_default_chains_them():
                 "member_scores", "feature_ranking", "consensus_metrics", "laplacian_scores", "selected_features",
                 "evaluation_table", "evaluation_summary", "evaluation_metrics", "accuracy_vs_k", "k_choice",
                 "selection_metrics", "selected_feature_list", "reduced_data", "selection_stability",
-                "stability_metrics", "score_distribution_plot"}
+                "stability_metrics", "score_distribution_plot", "run_report"}
     assert expected == default.all_outputs()
     select = pipelines["select"]
-    assert not {"evaluation_table", "view_sample"} & select.all_outputs()
+    assert "view_sample" not in select.all_outputs()
+    assert {"evaluation_table", "run_report"} <= select.all_outputs()
     assert {"selected_feature_list", "reduced_data", "selection_stability"} <= select.all_outputs()
 
 

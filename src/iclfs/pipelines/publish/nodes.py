@@ -1,4 +1,4 @@
-"""Hand the selection to the next job: the k, the named list, the reduced data, what changed."""
+"""Hand the selection to the next job: the k, the named list, the reduced data, what changed, the report."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from iclfs.method import chain
 from iclfs.method.config import SelectionConfig
 from iclfs.method.preprocessing import DataValidationError, FeatureTable, as_numeric_matrix
 from iclfs.pipelines.frames import frequencies, selections
+from iclfs.pipelines.publish import report
 
 
 def choose_k(selected_features: pd.DataFrame, feature_ranking: pd.DataFrame, selection: dict) -> tuple[dict, dict]:
@@ -118,3 +119,19 @@ def plot_score_distribution(feature_ranking: pd.DataFrame, selected_feature_list
     ax.legend()
     fig.tight_layout()
     return fig
+
+
+def build_run_report(ground_truth: dict, standardized_data: np.ndarray, labels: dict, k_choice: dict,
+                     selected_feature_list: pd.DataFrame, training_history: pd.DataFrame,
+                     feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame, evaluation_table: pd.DataFrame,
+                     selection_stability: dict) -> str:
+    """The run's self-contained HTML report (:mod:`iclfs.pipelines.publish.report`).
+
+    The source and shape, the k and why, the selected features, the loss, the
+    score distribution, what LGRC swapped, accuracy against k (when labels
+    exist), a PCA of the samples and the stability against the previous run:
+    one page, figures and CSS inline, nothing fetched.
+    """
+    return report.run_report(ground_truth, standardized_data, labels, k_choice, selected_feature_list,
+                             training_history, feature_ranking, laplacian_scores, evaluation_table,
+                             selection_stability)

@@ -1,6 +1,13 @@
 from kedro.pipeline import Node, Pipeline
 
-from .nodes import choose_k, compare_with_previous, feature_list, plot_score_distribution, reduce_data
+from .nodes import (
+    build_run_report,
+    choose_k,
+    compare_with_previous,
+    feature_list,
+    plot_score_distribution,
+    reduce_data,
+)
 
 
 def create_pipeline(**kwargs) -> Pipeline:
@@ -16,5 +23,10 @@ def create_pipeline(**kwargs) -> Pipeline:
                  outputs=["selection_stability", "stability_metrics"], name="compare_with_previous"),
             Node(plot_score_distribution, inputs=["feature_ranking", "selected_feature_list"],
                  outputs="score_distribution_plot", name="plot_score_distribution"),
+            Node(build_run_report,
+                 inputs=["ground_truth", "standardized_data", "labels", "k_choice", "selected_feature_list",
+                         "training_history", "feature_ranking", "laplacian_scores", "evaluation_table",
+                         "selection_stability"],
+                 outputs="run_report", name="build_run_report"),
         ]
     )

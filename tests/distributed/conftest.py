@@ -1,0 +1,47 @@
+"""Past one machine: the Dask runner, consensus members as tasks, concurrent writers, faults, a tracking server.
+
+Every test here is marked ``distributed`` (``pytest -m distributed`` selects them,
+``-m "not distributed"`` leaves them out). Tiny synthetic tables, one or two
+epochs, CPU, one torch thread.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.distributed._support import stand_in
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "distributed: past one machine (Dask, concurrent writers, tracking server)")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if HERE in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.distributed)
+
+
+@pytest.fixture
+def data(tmp_path) -> Path:
+    """Two tiny benchmark tables, COIL20 and Isolet (benchmark names, stand-in contents)."""
+    folder = tmp_path / "mats"
+    folder.mkdir()
+    stand_in(folder / "COIL20.mat", 0)
+    stand_in(folder / "Isolet.mat", 1)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def dask_cluster():
+    """A LocalCluster of two single-threaded worker processes, shared by the tests that only submit to it."""
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    try:
+        yield cluster
+    finally:
+        cluster.close()

@@ -1,0 +1,164 @@
+"""iclfs.runner.DaskRunner: the benchmark on a two-worker cluster, what it refuses, where it connects."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+import pytest
+import yaml
+from kedro.framework.session import KedroSession
+from kedro.framework.startup import bootstrap_project
+from kedro.io import DataCatalog, MemoryDataset
+from kedro.pipeline import Node, Pipeline
+from kedro.runner import SequentialRunner
+from kedro_datasets.json import JSONDataset
+from kedro_datasets.pickle import PickleDataset
+
+from iclfs.runner import DaskRunner, InMemoryIntermediateError, read_dask_conf
+from tests.distributed._support import CELLS, TIMING_COLUMNS, make_project
+
+pytest.importorskip("distributed", reason="dask[distributed] is not installed")
+
+
+def run_session(root: Path, **kwargs) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            with KedroSession.create(project_path=root, runtime_params=kwargs.pop("runtime_params", None)) as session:
+                session.run(**kwargs)
+        finally:
+            while mlflow.active_run() is not None:  # kedro-mlflow leaves its run on mlflow's stack
+                mlflow.end_run()
+
+
+def cell_tables(root: Path) -> dict[str, pd.DataFrame]:
+    cells = root / CELLS
+    return {str(path.relative_to(cells)): pd.read_csv(path, keep_default_na=False, na_values=[""])
+            for path in sorted(cells.rglob("*.csv"))}
+
+
+def grid(root: Path, monkeypatch, runner_for) -> dict[str, pd.DataFrame]:
+    """The benchmark of both datasets at seeds 42 and 43 in the project copy ``root``."""
+    monkeypatch.chdir(root)
+    bootstrap_project(root)
+    try:
+        for seed in (42, 43):
+            run_session(root, pipeline_names=["benchmark"], runner=runner_for(), runtime_params={"seed": seed})
+    finally:
+        mlflow.set_tracking_uri(None)
+    return cell_tables(root)
+
+
+def test_the_benchmark_on_two_workers_gives_the_sequential_cells(tmp_path, data, monkeypatch, dask_cluster):
+    on_dask = grid(make_project(tmp_path / "dask", data), monkeypatch,
+                   lambda: DaskRunner(scheduler=dask_cluster.scheduler_address))
+    # the reference: SequentialRunner in another copy (its MLflow runs go to the same store: one store to create)
+    store = f"sqlite:///{tmp_path / 'dask' / 'mlflow.db'}"
+    in_turn = grid(make_project(tmp_path / "sequential", data, tracking_uri=store), monkeypatch, SequentialRunner)
+
+    # two datasets x (ICLFS, LS, random) x two seeds, every cell on both sides, and nothing half-written
+    assert len(on_dask) == 2 * 3 * 2 and sorted(on_dask) == sorted(in_turn)
+    assert {key.split("/")[0] for key in on_dask} == {"COIL20", "Isolet"}
+    assert not [p for p in (tmp_path / "dask" / CELLS).rglob("*") if p.is_file() and p.suffix != ".csv"]
+    for key, table in on_dask.items():
+        pd.testing.assert_frame_equal(table.drop(columns=TIMING_COLUMNS), in_turn[key].drop(columns=TIMING_COLUMNS),
+                                      obj=key)
+    # the metrics (saved by the driver, not the workers) reached the run's MLflow store: one run per seed
+    client = mlflow.MlflowClient(tracking_uri=store)
+    [experiment] = [e for e in client.search_experiments() if e.name == "iclfs"]
+    runs = [run for run in client.search_runs([experiment.experiment_id])
+            if run.data.tags["project_path"] == str(tmp_path / "dask")]
+    assert len(runs) == 2 and {run.info.status for run in runs} == {"FINISHED"}
+    for run in runs:
+        assert "COIL20.training_loss" in run.data.metrics and "Isolet.best_accuracy.LS" in run.data.metrics
+        assert run.data.params["training.epochs"] == "1"  # announced in the driver for the worker's node
+    assert {run.data.params["seed"] for run in runs} == {"42", "43"}
+
+
+# --- a pipeline of its own: refused, or run on a cluster named by conf -------------------------------------------
+
+
+def double(x):
+    return 2 * x
+
+
+def add(a, b):
+    return a + b
+
+
+def where_am_i(a):
+    from distributed import get_worker
+
+    return {"scheduler": get_worker().scheduler.address, "a": a}
+
+
+def test_in_memory_datasets_between_nodes_are_refused_by_name_before_anything_runs(tmp_path):
+    catalog = DataCatalog({"x": MemoryDataset(3), "doubled": MemoryDataset(), "kept": MemoryDataset(),
+                           "total": PickleDataset(filepath=str(tmp_path / "total.pkl"))})
+    pipeline = Pipeline([Node(double, "x", "doubled", name="first"),
+                         Node(double, "doubled", "kept", name="second"),
+                         Node(add, ["kept", "doubled"], "total", name="third"),
+                         Node(double, "x", "unread", name="free")])  # no entry, read by none: allowed
+    # an address nobody listens on: the refusal comes before any connection
+    runner = DaskRunner(scheduler="tcp://127.0.0.1:9", conf_source=tmp_path / "no conf")
+    with pytest.raises(InMemoryIntermediateError) as refused:
+        runner.run(pipeline, catalog)
+    message = str(refused.value)
+    assert "doubled (read by second, third)" in message and "kept (read by third)" in message
+    assert "unread" not in message and "x (" not in message  # a free output, a pipeline input
+    assert "Nothing was run" in message and not (tmp_path / "total.pkl").exists()
+
+
+def test_the_scheduler_address_comes_from_dask_yml_and_runner_params_override_it(tmp_path, monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    from kedro.framework.cli.utils import _split_params
+    from kedro.utils import load_obj
+
+    # conf/base/dask.yml as shipped: no address, a LocalCluster sized to the machine
+    assert read_dask_conf(Path(__file__).resolve().parents[2] / "conf", env="local") == {
+        "scheduler": None, "n_workers": None, "threads_per_worker": 1}
+    from iclfs.method.runtime import available_cpus
+
+    assert DaskRunner(conf_source=Path(__file__).resolve().parents[2] / "conf")._local_cluster_size() == \
+        available_cpus()
+
+    # a scheduler in this process (one in-process worker): its address in conf/local/dask.yml, as a user sets it
+    with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
+                                  dashboard_address=None) as cluster:
+        conf = tmp_path / "project" / "conf"
+        (conf / "base").mkdir(parents=True), (conf / "local").mkdir()
+        (conf / "base" / "dask.yml").write_text(yaml.safe_dump({"dask": {"scheduler": None, "n_workers": None,
+                                                                         "threads_per_worker": 1}}))
+        (conf / "local" / "dask.yml").write_text(yaml.safe_dump({"dask": {"scheduler": cluster.scheduler_address}}))
+        monkeypatch.chdir(tmp_path / "project")  # where kedro run runs: the runner finds ./conf itself
+
+        # what `kedro run --runner iclfs.runner.DaskRunner` does: the class by its path, no arguments
+        runner = load_obj("iclfs.runner.DaskRunner", "kedro.runner")(is_async=False)
+        assert runner.scheduler == cluster.scheduler_address
+        catalog = DataCatalog({"x": MemoryDataset(21), "a": PickleDataset(filepath=str(tmp_path / "a.pkl")),
+                               "seen": JSONDataset(filepath=str(tmp_path / "seen.json"))})
+        runner.run(Pipeline([Node(double, "x", "a", name="double"), Node(where_am_i, "a", "seen", name="where")]),
+                   catalog)
+        seen = json.loads((tmp_path / "seen.json").read_text())
+        assert seen == {"scheduler": cluster.scheduler_address, "a": 42}  # run by a worker of that scheduler
+
+        # --runner-params scheduler=... wins over conf, as the CLI parses it
+        override = _split_params(None, None, "scheduler=tcp://10.1.2.3:8786,n_workers=3")
+        runner = DaskRunner(**override, is_async=False)
+        assert runner.scheduler == "tcp://10.1.2.3:8786" and runner.settings.n_workers == 3
+
+    # KEDRO_ENV picks the env folder; a bad value is named with its key
+    (conf / "staging").mkdir()
+    (conf / "staging" / "dask.yml").write_text("dask: {scheduler: tcp://staging:8786, threads_per_worker: 2}\n")
+    monkeypatch.setenv("KEDRO_ENV", "staging")
+    assert DaskRunner().scheduler == "tcp://staging:8786" and DaskRunner().settings.threads_per_worker == 2
+    (conf / "staging" / "dask.yml").write_text("dask: {n_workers: 0}\n")
+    with pytest.raises(ValueError, match="n_workers must be a positive integer or null; got 0"):
+        DaskRunner()
+    (conf / "staging" / "dask.yml").write_text("dask: {workers: 2}\n")
+    with pytest.raises(ValueError, match=r"unknown key\(s\) \['workers'\]"):
+        DaskRunner()
