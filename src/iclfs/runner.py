@@ -83,6 +83,7 @@ version it left (the run's versions are never overwritten): run again.
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import os
 import uuid
@@ -150,8 +151,8 @@ def read_dask_conf(conf_source: str | Path | None = None, env: str | None = None
     Read with Kedro's ``OmegaConfigLoader`` and the project's loader settings
     (:data:`iclfs.settings.CONFIG_LOADER_ARGS`) from ``conf_source``, by
     default ``conf/`` under the working directory (where ``kedro run`` runs).
-    ``env`` defaults to ``$KEDRO_ENV``, then the loader's ``local``. No conf
-    folder, or no ``dask.yml``: ``{}``.
+    ``env`` defaults to ``$KEDRO_ENV``, then the loader's ``local``; an env
+    without a folder is skipped. No conf folder, or no ``dask.yml``: ``{}``.
     """
     import warnings
 
@@ -162,11 +163,17 @@ def read_dask_conf(conf_source: str | Path | None = None, env: str | None = None
     conf = Path(conf_source) if conf_source is not None else Path.cwd() / "conf"
     if not conf.is_dir():
         return {}
-    env = env or os.environ.get("KEDRO_ENV") or None
+    base = CONFIG_LOADER_ARGS.get("base_env", "base")
+    env = env or os.environ.get("KEDRO_ENV") or CONFIG_LOADER_ARGS.get("default_run_env", "local")
+    if not (conf / env).is_dir():  # no conf/local (a fresh clone): base alone, as Kedro cannot read a missing env
+        env = base
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        # soft merge: conf/local/dask.yml may set the scheduler alone and keep base's other keys
+        options = {**CONFIG_LOADER_ARGS,
+                   "merge_strategy": {**CONFIG_LOADER_ARGS.get("merge_strategy", {}), "dask": "soft"}}
         loader = OmegaConfigLoader(str(conf), env=env, config_patterns={"dask": ["dask*", "dask*/**", "**/dask*"]},
-                                   **CONFIG_LOADER_ARGS)
+                                   **options)
         try:
             found = loader["dask"]
         except MissingConfigException:
@@ -300,6 +307,9 @@ class DaskRunner(AbstractRunner):
                  threads_per_worker: int | None = None, is_async: bool = False,
                  conf_source: str | Path | None = None, env: str | None = None):
         super().__init__(is_async=is_async)
+        if importlib.util.find_spec("distributed") is None:
+            raise ImportError('DaskRunner needs dask.distributed: pip install "torch==2.13.0" '
+                              '"dask[distributed]==2026.8.*" (torch on the same line keeps the CPU wheel)')
         conf = read_dask_conf(conf_source, env)
         given = {key: value for key, value in (("scheduler", scheduler), ("n_workers", n_workers),
                                                ("threads_per_worker", threads_per_worker)) if value is not None}
@@ -353,7 +363,7 @@ class DaskRunner(AbstractRunner):
         nodes = pipeline.nodes  # topologically sorted
         dependencies = pipeline.node_dependencies
         load_counts = Counter(chain.from_iterable(node.inputs for node in nodes))
-        token = (run_id or uuid.uuid4().hex)[:12]
+        token = uuid.uuid4().hex[:12]  # keys of this run only (a session id is a timestamp: not unique enough)
         shipped = client.scatter(catalog, broadcast=False, hash=False)
         markers: dict[Node, Any] = {}  # worker node -> the future its downstream tasks wait on
         running: dict[Any, Node] = {}  # a node's task future -> node
@@ -372,7 +382,11 @@ class DaskRunner(AbstractRunner):
                     if node in on_driver:
                         if upstream <= done:
                             pending.remove(node)
-                            self._run_in_driver(node, catalog, hook_manager, run_id)
+                            try:
+                                self._run_in_driver(node, catalog, hook_manager, run_id)
+                            except Exception:
+                                self._suggest_resume_scenario(pipeline, done, catalog)
+                                raise
                             self._completed(node, done, nodes, catalog, load_counts, pipeline)
                             progress = True
                         continue

@@ -51,6 +51,7 @@ def make_project(root: Path, data: Path, parameters: dict = PARAMETERS, tracking
     shutil.copytree(PROJECT_ROOT / "conf", root / "conf", ignore=shutil.ignore_patterns("local"))
     shutil.copy(PROJECT_ROOT / "pyproject.toml", root / "pyproject.toml")
     (root / "src").mkdir()  # iclfs itself is imported from the installed package
+    (root / "logs").mkdir()  # conf/logging.yml writes logs/info.log
     local = root / "conf" / "local"
     local.mkdir()
     (local / "globals.yml").write_text(yaml.safe_dump({"datasets_dir": str(data), "validation_dir": str(data)}))

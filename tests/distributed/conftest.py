@@ -37,10 +37,20 @@ def data(tmp_path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def dask_cluster():
-    """A LocalCluster of two single-threaded worker processes, shared by the tests that only submit to it."""
+def stray_store(tmp_path_factory) -> Path:
+    """The MLflow store the shared cluster's workers would write to: it must never appear (no stray runs)."""
+    return tmp_path_factory.mktemp("workers") / "stray-mlflow.db"
+
+
+@pytest.fixture(scope="session")
+def dask_cluster(stray_store):
+    """A LocalCluster of two single-threaded worker processes, shared by the tests that only submit to it.
+
+    Its workers' MLflow tracking URI is :func:`stray_store`: a run a worker opened would land there.
+    """
     distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed")
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       env={"MLFLOW_TRACKING_URI": f"sqlite:///{stray_store}"})
     try:
         yield cluster
     finally:

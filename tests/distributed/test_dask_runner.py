@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import warnings
 from pathlib import Path
 
@@ -18,8 +19,9 @@ from kedro.runner import SequentialRunner
 from kedro_datasets.json import JSONDataset
 from kedro_datasets.pickle import PickleDataset
 
+from iclfs.method.runtime import available_cpus
 from iclfs.runner import DaskRunner, InMemoryIntermediateError, read_dask_conf
-from tests.distributed._support import CELLS, TIMING_COLUMNS, make_project
+from tests.distributed._support import CELLS, PROJECT_ROOT, TIMING_COLUMNS, make_project
 
 pytest.importorskip("distributed", reason="dask[distributed] is not installed")
 
@@ -53,7 +55,8 @@ def grid(root: Path, monkeypatch, runner_for) -> dict[str, pd.DataFrame]:
     return cell_tables(root)
 
 
-def test_the_benchmark_on_two_workers_gives_the_sequential_cells(tmp_path, data, monkeypatch, dask_cluster):
+def test_the_benchmark_on_two_workers_gives_the_sequential_cells(tmp_path, data, monkeypatch, dask_cluster,
+                                                                  stray_store):
     on_dask = grid(make_project(tmp_path / "dask", data), monkeypatch,
                    lambda: DaskRunner(scheduler=dask_cluster.scheduler_address))
     # the reference: SequentialRunner in another copy (its MLflow runs go to the same store: one store to create)
@@ -70,9 +73,11 @@ def test_the_benchmark_on_two_workers_gives_the_sequential_cells(tmp_path, data,
     # the metrics (saved by the driver, not the workers) reached the run's MLflow store: one run per seed
     client = mlflow.MlflowClient(tracking_uri=store)
     [experiment] = [e for e in client.search_experiments() if e.name == "iclfs"]
-    runs = [run for run in client.search_runs([experiment.experiment_id])
-            if run.data.tags["project_path"] == str(tmp_path / "dask")]
-    assert len(runs) == 2 and {run.info.status for run in runs} == {"FINISHED"}
+    every = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert len(every) == 4 and {run.info.status for run in every} == {"FINISHED"}  # 2 Dask + 2 sequential
+    runs = [run for run in every if run.data.tags["project_path"] == str(tmp_path / "dask")]
+    assert len(runs) == 2
+    assert not stray_store.exists()  # and no worker opened a run of its own
     for run in runs:
         assert "COIL20.training_loss" in run.data.metrics and "Isolet.best_accuracy.LS" in run.data.metrics
         assert run.data.params["training.epochs"] == "1"  # announced in the driver for the worker's node
@@ -119,19 +124,19 @@ def test_the_scheduler_address_comes_from_dask_yml_and_runner_params_override_it
     from kedro.utils import load_obj
 
     # conf/base/dask.yml as shipped: no address, a LocalCluster sized to the machine
-    assert read_dask_conf(Path(__file__).resolve().parents[2] / "conf", env="local") == {
-        "scheduler": None, "n_workers": None, "threads_per_worker": 1}
-    from iclfs.method.runtime import available_cpus
-
-    assert DaskRunner(conf_source=Path(__file__).resolve().parents[2] / "conf")._local_cluster_size() == \
-        available_cpus()
+    shipped = tmp_path / "shipped"
+    (shipped / "base").mkdir(parents=True)
+    shutil.copy(PROJECT_ROOT / "conf" / "base" / "dask.yml", shipped / "base" / "dask.yml")
+    assert read_dask_conf(shipped) == {"scheduler": None, "n_workers": None, "threads_per_worker": 1}
+    runner = DaskRunner(conf_source=shipped)
+    assert runner.scheduler is None and runner._local_cluster_size() == available_cpus()
 
     # a scheduler in this process (one in-process worker): its address in conf/local/dask.yml, as a user sets it
     with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=1,
                                   dashboard_address=None) as cluster:
         conf = tmp_path / "project" / "conf"
         (conf / "base").mkdir(parents=True), (conf / "local").mkdir()
-        (conf / "base" / "dask.yml").write_text(yaml.safe_dump({"dask": {"scheduler": None, "n_workers": None,
+        (conf / "base" / "dask.yml").write_text(yaml.safe_dump({"dask": {"scheduler": None, "n_workers": 3,
                                                                          "threads_per_worker": 1}}))
         (conf / "local" / "dask.yml").write_text(yaml.safe_dump({"dask": {"scheduler": cluster.scheduler_address}}))
         monkeypatch.chdir(tmp_path / "project")  # where kedro run runs: the runner finds ./conf itself
@@ -139,6 +144,7 @@ def test_the_scheduler_address_comes_from_dask_yml_and_runner_params_override_it
         # what `kedro run --runner iclfs.runner.DaskRunner` does: the class by its path, no arguments
         runner = load_obj("iclfs.runner.DaskRunner", "kedro.runner")(is_async=False)
         assert runner.scheduler == cluster.scheduler_address
+        assert runner.settings.n_workers == 3  # local sets one key; base's others stay
         catalog = DataCatalog({"x": MemoryDataset(21), "a": PickleDataset(filepath=str(tmp_path / "a.pkl")),
                                "seen": JSONDataset(filepath=str(tmp_path / "seen.json"))})
         runner.run(Pipeline([Node(double, "x", "a", name="double"), Node(where_am_i, "a", "seen", name="where")]),
@@ -147,9 +153,9 @@ def test_the_scheduler_address_comes_from_dask_yml_and_runner_params_override_it
         assert seen == {"scheduler": cluster.scheduler_address, "a": 42}  # run by a worker of that scheduler
 
         # --runner-params scheduler=... wins over conf, as the CLI parses it
-        override = _split_params(None, None, "scheduler=tcp://10.1.2.3:8786,n_workers=3")
+        override = _split_params(None, None, "scheduler=tcp://10.1.2.3:8786,n_workers=5")
         runner = DaskRunner(**override, is_async=False)
-        assert runner.scheduler == "tcp://10.1.2.3:8786" and runner.settings.n_workers == 3
+        assert runner.scheduler == "tcp://10.1.2.3:8786" and runner.settings.n_workers == 5
 
     # KEDRO_ENV picks the env folder; a bad value is named with its key
     (conf / "staging").mkdir()

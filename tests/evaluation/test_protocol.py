@@ -1,4 +1,4 @@
-"""SPEC §8: clustering accuracy and the k-means protocol."""
+"""method.md §8: clustering accuracy and the k-means protocol."""
 
 from __future__ import annotations
 

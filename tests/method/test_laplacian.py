@@ -1,4 +1,4 @@
-"""SPEC §6: Laplacian score against a dense, loop-based reference."""
+"""method.md §6: Laplacian score against a dense, loop-based reference."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §7: the Laplacian gate and LGRC, against a naive list-based version."""
+"""method.md §7: the Laplacian gate and LGRC, against a naive list-based version."""
 
 from __future__ import annotations
 

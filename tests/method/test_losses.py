@@ -1,4 +1,4 @@
-"""SPEC §4: InfoNCE with one extra negative, and the decorrelation term."""
+"""method.md §4: InfoNCE with one extra negative, and the decorrelation term."""
 
 from __future__ import annotations
 

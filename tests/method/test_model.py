@@ -1,4 +1,4 @@
-"""SPEC §3: the network and the size regimes."""
+"""method.md §3: the network and the size regimes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §1: validation, standardization, inversion, labels and names."""
+"""method.md §1: validation, standardization, inversion, labels and names."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §5: feature scores and the ranking."""
+"""method.md §5: feature scores and the ranking."""
 
 from __future__ import annotations
 

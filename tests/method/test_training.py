@@ -1,4 +1,4 @@
-"""SPEC §4: the two training schedules and the training loop."""
+"""method.md §4: the two training schedules and the training loop."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ CPU = RuntimeConfig(device="cpu", progress=False)
 
 
 def dense_objective(model, A, views, tau, lam):
-    """SPEC §4 step loss written densely: sum_m (L_con(m)/4 + lam L_dec)."""
+    """method.md §4 step loss written densely: sum_m (L_con(m)/4 + lam L_dec)."""
     _, za = model(A)
     _, zn = model(views.negative)
     a = za / za.norm(dim=1, keepdim=True)
@@ -108,7 +108,7 @@ def test_paper_and_fast_steps_float32():
 
 
 def test_first_epoch_loss_equals_dense_objective():
-    """history[0] is the SPEC objective of the seeded initial model on the first views."""
+    """history[0] is the objective (method.md §4) of the seeded initial model on the first views."""
     d, n, seed = 30, 12, 11
     A = np.random.default_rng(0).normal(size=(d, n)).astype(np.float32)
     config = TrainingConfig(epochs=1, dropout=0.0)

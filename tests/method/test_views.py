@@ -1,4 +1,4 @@
-"""SPEC §2: the five views of the inverted map."""
+"""method.md §2: the five views of the inverted map."""
 
 from __future__ import annotations
 

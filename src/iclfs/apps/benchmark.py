@@ -44,7 +44,6 @@ from iclfs.evaluation.benchmark import (
     method_name,
 )
 from iclfs.evaluation.paper import PAPER_DATASETS, VALIDATION_DATASETS
-from iclfs.evaluation.report import build_report, figure, spec_for
 from iclfs.io.tables import read_feature_table
 from iclfs.method import chain
 from iclfs.method.config import Settings, canonical, parse_overrides
@@ -178,6 +177,10 @@ def read_cells(*folders: str | Path) -> dict[str, pd.DataFrame]:
 
 def publish(cells: dict[str, pd.DataFrame], published: Path, command: str, data_dirs: Sequence[str]) -> Path:
     """Write the cells under ``published/cells``, the report ``published.md`` and its figures."""
+    import matplotlib.pyplot as plt  # only the report draws: a GPU box running cells needs no matplotlib
+
+    from iclfs.evaluation.report import build_report, figure, spec_for
+
     for key, table in cells.items():
         write_cell(published / "cells", key, table)
     results = gather(cells)
@@ -195,8 +198,6 @@ def publish(cells: dict[str, pd.DataFrame], published: Path, command: str, data_
     for dataset in sorted(set(results["dataset"])):
         fig = figure(results, dataset, spec)
         fig.savefig(figures / f"{dataset}.png", dpi=90)
-        import matplotlib.pyplot as plt
-
         plt.close(fig)
     return report
 

@@ -1,7 +1,7 @@
 """The paper's published numbers (best mean k-means accuracy %, std, k).
 
 From the paper's Table 2 (main results; GISETTE and LUNG are not available
-here) and its ablation table; the ICLFS column is also SPEC §9. Method keys
+here) and its ablation table; the ICLFS column is also docs/method.md §9. Method keys
 are the names used in the benchmark tables (``ICLFS``, ``LS``, ``MCFS``,
 ``NDFS``, ``SPEC``; the paper's CAE and LS-CAE are not reimplemented here).
 """

@@ -1,4 +1,4 @@
-"""SPEC §8 — the k-means evaluation protocol (needs labels)."""
+"""The k-means evaluation protocol, when labels exist (docs/method.md §8)."""
 
 from __future__ import annotations
 

@@ -149,23 +149,67 @@ def _parse_mat(raw: bytes, source: str, data_key: str, label_key: str | None, lo
 
 
 def _parse_h5ad(raw: bytes, source: str, label_column: str | None, load_args: dict) -> FeatureTable:
+    """An AnnData ``.h5ad`` file, read with h5py from its documented on-disk layout.
+
+    ``X`` (a dense array, or a ``csr_matrix`` / ``csc_matrix`` group) is samples
+    x features; ``var``'s index gives the feature names, ``obs``'s the sample
+    ids, and ``label_column`` an ``obs`` column (plain or categorical).
+    """
     try:
-        import anndata
+        import h5py
     except ImportError as err:
-        raise TableReadError(f"{source}: reading .h5ad needs the optional package anndata "
-                             "(pip install 'iclfs[anndata]')") from err
+        raise TableReadError(f"{source}: reading .h5ad needs the optional package h5py "
+                             "(pip install 'iclfs[h5ad]')") from err
     try:
-        adata = anndata.read_h5ad(io.BytesIO(raw), **load_args)
-    except Exception as err:  # h5py and anndata raise many types for bad files
+        handle = h5py.File(io.BytesIO(raw), "r", **load_args)
+    except Exception as err:  # h5py raises OSError and others for files that are not HDF5
         raise TableReadError(f"{source}: not a readable AnnData .h5ad file ({err})") from err
-    y = None
-    if label_column is not None:
-        if label_column not in adata.obs:
-            raise TableReadError(f"{source}: obs has no column {label_column!r}; obs columns: "
-                                 f"{list(adata.obs.columns[:10])}")
-        y = adata.obs[label_column].to_numpy()
-    return FeatureTable(X=adata.X, y=y, feature_names=[str(n) for n in adata.var_names], source=source,
-                        sample_ids=[str(n) for n in adata.obs_names], sample_id_name="obs_names")
+    with handle:
+        missing = [key for key in ("X", "obs", "var") if key not in handle]
+        if missing:
+            raise TableReadError(f"{source}: not an AnnData .h5ad file: no {', '.join(missing)} "
+                                 f"(found {sorted(handle)})")
+        X = _h5ad_matrix(handle["X"], source)
+        samples = _h5ad_index(handle["obs"])
+        y = None
+        if label_column is not None:
+            columns = [k for k in handle["obs"] if k != handle["obs"].attrs.get("_index", "_index")]
+            if label_column not in columns:
+                raise TableReadError(f"{source}: obs has no column {label_column!r}; obs columns: {columns[:10]}")
+            y = _h5ad_column(handle["obs"][label_column])
+        return FeatureTable(X=X, y=y, feature_names=_h5ad_index(handle["var"]), source=source,
+                            sample_ids=samples, sample_id_name="obs_names")
+
+
+def _text(values: np.ndarray) -> list[str]:
+    return [v.decode() if isinstance(v, bytes) else str(v) for v in values]
+
+
+def _h5ad_matrix(node, source: str):
+    import h5py
+    from scipy import sparse
+
+    if isinstance(node, h5py.Dataset):
+        return node[()]
+    encoding = node.attrs.get("encoding-type", "")
+    if encoding in ("csr_matrix", "csc_matrix"):
+        kind = sparse.csr_matrix if encoding == "csr_matrix" else sparse.csc_matrix
+        return kind((node["data"][()], node["indices"][()], node["indptr"][()]), shape=tuple(node.attrs["shape"]))
+    raise TableReadError(f"{source}: X is stored as {encoding or 'an unknown group'!r}; expected a dense array, "
+                         "csr_matrix or csc_matrix")
+
+
+def _h5ad_index(frame) -> list[str]:
+    return _text(frame[frame.attrs.get("_index", "_index")][()])
+
+
+def _h5ad_column(node) -> np.ndarray:
+    if node.attrs.get("encoding-type", "") == "categorical":
+        categories = np.asarray(_text(node["categories"][()]), dtype=object)
+        codes = node["codes"][()]
+        return np.where(codes >= 0, categories[np.clip(codes, 0, None)], None)
+    values = node[()]
+    return np.asarray(_text(values), dtype=object) if values.dtype.kind in "OS" else values
 
 
 def _read_frame(raw: bytes, fmt: str, compression: str | None, source: str, load_args: dict) -> pd.DataFrame:

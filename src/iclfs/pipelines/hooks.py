@@ -61,18 +61,33 @@ def saved_path(dataset: Any) -> Path | None:
 
 
 class MlflowArtifactHook:
-    """Log catalog artifacts marked with ``metadata.mlflow_artifact_path``."""
+    """Log catalog artifacts marked with ``metadata.mlflow_artifact_path``.
+
+    Each is logged when it is saved in this process; outputs saved elsewhere
+    (by the workers of :class:`iclfs.runner.DaskRunner`, where node hooks do
+    not run) are logged from their files when the pipeline ends.
+    """
 
     def __init__(self) -> None:
         self._catalog = None
+        self._logged: set[str] = set()
 
     @hook_impl
     def after_catalog_created(self, catalog: Any) -> None:
         self._catalog = catalog
+        self._logged = set()
 
     @hook_impl
     def after_dataset_saved(self, dataset_name: str, data: Any, node: Any) -> None:
-        if self._catalog is None or mlflow.active_run() is None:
+        self._log(dataset_name)
+
+    @hook_impl
+    def after_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
+        for name in sorted(pipeline.all_outputs() - self._logged):
+            self._log(name, quiet=True)
+
+    def _log(self, dataset_name: str, quiet: bool = False) -> None:
+        if self._catalog is None or mlflow.active_run() is None or dataset_name not in self._catalog:
             return
         dataset = self._catalog.get(dataset_name)
         metadata = getattr(dataset, "metadata", None) or {}
@@ -80,12 +95,14 @@ class MlflowArtifactHook:
             return
         path = saved_path(dataset)
         if path is None or not path.exists():
-            LOGGER.warning("Not logging %s to MLflow: no local file found (%s)", dataset_name, path)
+            if not quiet:
+                LOGGER.warning("Not logging %s to MLflow: no local file found (%s)", dataset_name, path)
             return
         if path.is_dir():  # a dict of figures saves one file per key
             mlflow.log_artifacts(str(path), artifact_path=metadata[METADATA_KEY] or None)
         else:
             mlflow.log_artifact(str(path), artifact_path=metadata[METADATA_KEY] or None)
+        self._logged.add(dataset_name)
 
 
 class OutputNotWritableError(PermissionError):
@@ -158,19 +175,51 @@ class MlflowPreflightHook:
         except MissingConfigException:  # no mlflow.yml: kedro-mlflow uses its defaults
             return
         uri = str(server.get("mlflow_tracking_uri") or "")
-        if not uri.startswith(("http://", "https://")):
+        check_tracking_server(uri, self.timeout_seconds)
+        if uri.startswith(("http://", "https://")):
+            experiment = (loader["mlflow"].get("tracking", {}).get("experiment", {}) or {}).get("name")
+            ensure_experiment(uri, experiment)
+
+
+def ensure_experiment(uri: str, name: str | None) -> None:
+    """Create the experiment on a tracking server if it is missing, tolerating a concurrent creator.
+
+    kedro-mlflow looks the experiment up and then creates it in two calls, so
+    two first runs against a fresh server can both find it missing and one
+    fails; creating it here, once and race-free, spares that.
+    """
+    if not name:
+        return
+    from mlflow.exceptions import MlflowException
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    try:
+        if client.get_experiment_by_name(name) is None:
+            client.create_experiment(name)
+    except MlflowException as err:
+        if "RESOURCE_ALREADY_EXISTS" not in str(err) and "already exists" not in str(err):
+            raise
+
+
+def check_tracking_server(uri: str, timeout: float = 5.0) -> None:
+    """Raise :class:`TrackingUnavailableError` when an ``http(s)`` tracking URI's host does not accept a connection.
+
+    Only the host and port are tried; the message shows the URI with its credentials masked.
+    Other URIs (``sqlite:///...``, a folder) are not servers and pass.
+    """
+    if not uri.startswith(("http://", "https://")):
+        return
+    parts = urllib.parse.urlsplit(uri)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout):
             return
-        parts = urllib.parse.urlsplit(uri)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        try:
-            with socket.create_connection((parts.hostname, port), timeout=self.timeout_seconds):
-                return
-        except OSError as err:
-            raise TrackingUnavailableError(
-                f"the MLflow tracking server {mask_credentials(uri)} (server.mlflow_tracking_uri in mlflow.yml) "
-                f"does not answer ({err.strerror or err}); nothing was run. Start the server, or track locally by "
-                "setting server.mlflow_tracking_uri: sqlite:///mlflow.db in conf/local/mlflow.yml."
-            ) from None
+    except OSError as err:
+        raise TrackingUnavailableError(
+            f"the MLflow tracking server {mask_credentials(uri)} (server.mlflow_tracking_uri in mlflow.yml) "
+            f"does not answer ({err.strerror or err}); nothing was run. Start the server, or track locally by "
+            "setting server.mlflow_tracking_uri: sqlite:///mlflow.db in conf/local/mlflow.yml."
+        ) from None
 
 
 class RunSummaryHook:

@@ -28,7 +28,7 @@ def data_source(given: object, input_path: object, default: object) -> str:
 
     Registered as the OmegaConf resolver ``data_source`` (settings.py); every choice is checked.
     """
-    if given not in (None, ""):
+    if given is not None:  # given, even empty: checked
         return check_data_source(given)
     if input_path not in (None, ""):
         name = PurePosixPath(str(input_path)).name

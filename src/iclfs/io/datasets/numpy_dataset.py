@@ -19,7 +19,7 @@ from kedro.io.core import (
 from .versioned import VersionedArtifact
 
 
-class NumpyDataset(VersionedArtifact, AbstractVersionedDataset[Any, Any]):
+class _NumpyFile(AbstractVersionedDataset[Any, Any]):
     """Save/load a numpy array (``.npy``) or a ``{name: array}`` dict (``.npz``).
 
     Torch tensors are converted to numpy on save. Pickled objects are refused
@@ -98,3 +98,7 @@ def _to_numpy(value: Any) -> np.ndarray:
     if hasattr(value, "detach"):  # torch.Tensor
         value = value.detach().cpu().numpy()
     return np.asarray(value)
+
+
+class NumpyDataset(VersionedArtifact, _NumpyFile):
+    __doc__ = _NumpyFile.__doc__

@@ -12,7 +12,7 @@ from kedro.io.core import AbstractVersionedDataset, Version, get_filepath_str, g
 from .versioned import VersionedArtifact
 
 
-class StateDictDataset(VersionedArtifact, AbstractVersionedDataset[dict, dict]):
+class _StateDictFile(AbstractVersionedDataset[dict, dict]):
     """Save/load a (nested) dict of tensors with ``torch.save``; loads with ``weights_only=True``.
 
     ``weights_only`` refuses anything but tensors and plain containers, so
@@ -66,3 +66,7 @@ class StateDictDataset(VersionedArtifact, AbstractVersionedDataset[dict, dict]):
 
     def _describe(self) -> dict[str, Any]:
         return {"filepath": self._filepath, "protocol": self._protocol, "version": self._version}
+
+
+class StateDictDataset(VersionedArtifact, _StateDictFile):
+    __doc__ = _StateDictFile.__doc__

@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from iclfs.method.config import SCORE_NAMES, ConsensusConfig, RuntimeConfig, TrainingConfig, ViewConfig
-from iclfs.method.consensus import state_dicts, train_members as train_all
+from iclfs.distributed import train_members_here as train_all
+from iclfs.method.consensus import state_dicts
 
 
 def train_members(inverted_data: np.ndarray, training: dict, views: dict, runtime: dict, consensus: dict,

@@ -1,0 +1,107 @@
+"""Tracking that takes concurrent writers: two `kedro run`s at once against a real `mlflow server` (SQLite store)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from iclfs.pipelines.hooks import MlflowPreflightHook, TrackingUnavailableError, mask_credentials
+from tests.distributed._support import PYTHON, environment, free_port, make_project, stop, wait_for_port
+
+MLFLOW = Path(sys.executable).with_name("mlflow")
+
+
+@pytest.fixture(scope="module")
+def tracking_server(tmp_path_factory):
+    """``mlflow server --backend-store-uri sqlite:///...`` on a free loopback port; stopped at the end, always."""
+    if not MLFLOW.is_file():
+        pytest.skip(f"no mlflow command next to {sys.executable}")
+    folder = tmp_path_factory.mktemp("server")
+    port = free_port()
+    log = (folder / "server.log").open("w")
+    server = subprocess.Popen(
+        [str(MLFLOW), "server", "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}",
+         "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
+        cwd=folder, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        # no background job runner: these tests need the tracking API alone
+        env=environment(MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false"))
+    try:
+        try:
+            wait_for_port(port, server)
+        except (RuntimeError, TimeoutError) as err:
+            log.flush()
+            raise AssertionError(f"{err}\n{(folder / 'server.log').read_text()[-3000:]}") from None
+        yield f"http://127.0.0.1:{port}", port
+    finally:
+        stop(server)
+        log.close()
+
+
+def test_two_kedro_runs_at_once_track_to_one_server(tmp_path, data, tracking_server):
+    import mlflow
+
+    uri, _ = tracking_server
+    project = make_project(tmp_path / "project", data, tracking_uri=uri)
+    # The experiment is made once, before the concurrent runs (docs/guides/scaling.md): kedro-mlflow gets or
+    # creates it in two calls, and two first runs on a fresh store race between them (mlflow/mlflow#4123;
+    # the loser fails with RESOURCE_ALREADY_EXISTS). As `mlflow experiments create --experiment-name iclfs`.
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    client.create_experiment("iclfs")
+    runs = [subprocess.Popen([PYTHON, "-m", "kedro", "run", "--pipeline", "select",
+                              "--params", f"data_source={source},input={data / table}"],
+                             cwd=project, env=environment(), text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, start_new_session=True)
+            for source, table in (("a", "COIL20.mat"), ("b", "Isolet.mat"))]
+    try:
+        outputs = [run.communicate(timeout=150)[0] for run in runs]
+    finally:
+        for run in runs:
+            stop(run)
+    for run, output in zip(runs, outputs, strict=True):
+        assert run.returncode == 0, output[-4000:]
+
+    [experiment] = [e for e in client.search_experiments() if e.name == "iclfs"]
+    found = client.search_runs([experiment.experiment_id])
+    assert len(found) == 2 and {run.info.status for run in found} == {"FINISHED"}
+    assert {run.data.tags.get("mlflow.runName") for run in found} == {"select"}
+    sources = set()
+    for run in found:
+        params, metrics = run.data.params, run.data.metrics
+        assert params["training.epochs"] == "1" and params["runtime.num_threads"] == "1"
+        assert params["selection.k"] == "5"
+        assert "training_loss" in metrics and metrics["selection.k"] == 5
+        assert len(client.get_metric_history(run.info.run_id, "training_loss")) == 1  # one epoch, one value
+        sources.add(run.data.tags["runtime_params"])
+    # one run each, neither lost nor merged
+    assert sorted("'data_source': 'a'" in tag for tag in sources) == [False, True]
+    assert sorted("'data_source': 'b'" in tag for tag in sources) == [False, True]
+
+
+class _Loader(dict):
+    config_patterns: dict
+
+    def __init__(self, server: dict):
+        super().__init__(mlflow={"server": server})
+        self.config_patterns = {}
+
+
+def _preflight(uri: str) -> None:
+    MlflowPreflightHook().after_context_created(SimpleNamespace(config_loader=_Loader({"mlflow_tracking_uri": uri})))
+
+
+def test_credentials_stay_out_of_the_preflight_message(tracking_server):
+    _, port = tracking_server
+    live = f"http://user:pw@127.0.0.1:{port}"
+    assert mask_credentials(live) == f"http://***@127.0.0.1:{port}"
+    _preflight(live)  # the live server answers: judged reachable, no error
+
+    dead = f"http://user:pw@127.0.0.1:{free_port()}"
+    with pytest.raises(TrackingUnavailableError) as refused:
+        _preflight(dead)
+    message = str(refused.value)
+    assert "pw" not in message and "user" not in message
+    assert f"http://***@127.0.0.1:{dead.rsplit(':', 1)[1]}" in message and "does not answer" in message
