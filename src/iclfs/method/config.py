@@ -287,11 +287,11 @@ class ConsensusConfig(Section):
 
     SECTION: ClassVar[str] = "consensus"
 
-    members: int = param(1, integer(1), "networks trained; 1: the paper's single run (training.epochs, all samples)")
-    member_epochs: int = param(20, integer(1), "epochs of each member (members >= 2)")
-    subsample: float = param(1.0, number(0, 1, low_open=True), "fraction of the samples each member sees")
+    members: int = param(8, integer(1), "networks trained; 1: the paper's single run (training.epochs, all samples)")
+    member_epochs: int = param(10, integer(1), "epochs of each member (members >= 2)")
+    subsample: float = param(0.5, number(0, 1, low_open=True), "fraction of the samples each member sees")
     combine: str = param("mean_rank", one_of(*COMBINE_RULES), "mean_rank | mean_score (min-max scaled)")
-    laplacian_weight: float = param(0.0, number(0, 1),
+    laplacian_weight: float = param(0.5, number(0, 1),
                                     "weight of the Laplacian-score rank in the combined ranking (0: none)")
 
 
