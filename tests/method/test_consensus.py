@@ -1,0 +1,150 @@
+"""Consensus ICLFS (docs/consensus.md): members, the combined ranking, agreement and k auto."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from iclfs.io.synthetic import make_synthetic
+from iclfs.method import chain
+from iclfs.method.config import ConsensusConfig, RuntimeConfig, Settings, TrainingConfig, ViewConfig
+from iclfs.method.consensus import (
+    agreement,
+    choose_k,
+    combine,
+    fuse_laplacian,
+    jaccard,
+    member_jaccard,
+    member_rankings,
+    member_settings,
+    plan_members,
+    rank_score,
+    top_k_frequency,
+    train_members,
+)
+from iclfs.method.preprocessing import invert, prepare
+
+QUIET = RuntimeConfig(device="cpu", progress=False, num_threads=1)
+SMALL = ConsensusConfig(members=3, member_epochs=2, subsample=0.5)
+
+
+@pytest.fixture(scope="module")
+def A():
+    table = make_synthetic(n_samples=40, n_classes=2, n_informative=6, n_redundant=4, n_noise=30, seed=3)
+    return invert(prepare(table).standardized)
+
+
+# -- combination, by hand ------------------------------------------------------
+
+
+def test_mean_rank_equals_a_hand_computation():
+    # three members, four features; ranks (1 = best) per member:
+    scores = np.array([[0.9, 0.1, 0.5, 0.3],   # ranks 1 4 2 3
+                       [0.2, 0.8, 0.6, 0.4],   # ranks 4 1 2 3
+                       [0.7, 0.6, 0.5, 0.9]])  # ranks 2 3 4 1
+    mean_rank = np.array([7, 8, 8, 7]) / 3
+    expected = 1 - (mean_rank - 1) / 3
+    np.testing.assert_allclose(combine(scores, "mean_rank"), expected)
+    assert list(np.argsort(-combine(scores, "mean_rank"), kind="stable")) == [0, 3, 1, 2]
+
+
+def test_mean_score_is_the_mean_of_min_max_scaled_scores():
+    scores = np.array([[1.0, 3.0, 2.0], [10.0, 0.0, 5.0]])
+    np.testing.assert_allclose(combine(scores, "mean_score"), [(0 + 1) / 2, (1 + 0) / 2, (0.5 + 0.5) / 2])
+
+
+def test_one_member_keeps_its_raw_scores():
+    scores = np.array([[0.3, 0.9, 0.1]])
+    np.testing.assert_array_equal(combine(scores, "mean_rank"), scores[0])
+
+
+def test_laplacian_fusion_mixes_the_two_rank_scores():
+    scores = np.array([0.9, 0.5, 0.1])           # rank scores 1, 0.5, 0
+    laplacian = np.array([0.8, 0.1, np.inf])     # lower is better: rank scores 0.5, 1, 0 (inf last)
+    np.testing.assert_allclose(fuse_laplacian(scores, laplacian, 0.5), [0.75, 0.75, 0.0])
+    np.testing.assert_array_equal(fuse_laplacian(scores, laplacian, 0.0), scores)
+
+
+def test_rank_score_ties_go_to_the_smaller_index():
+    np.testing.assert_allclose(rank_score(np.array([[1.0, 1.0, 0.0]])), [1.0, 0.5, 0.0])
+
+
+# -- agreement ---------------------------------------------------------------------
+
+
+def test_frequency_and_jaccard_of_member_top_k():
+    rankings = np.array([[0, 1, 2, 3], [1, 0, 3, 2], [0, 2, 1, 3]])
+    np.testing.assert_allclose(top_k_frequency(rankings, 2), [1, 2 / 3, 1 / 3, 0])
+    # pairs: {0,1}&{0,1}=1, {0,1}&{0,2}=1/3, {0,1}&{0,2}=1/3
+    assert member_jaccard(rankings, 2) == pytest.approx((1 + 1 / 3 + 1 / 3) / 3)
+    assert member_jaccard(rankings[:1], 2) is None
+    assert jaccard([1, 2], [2, 3]) == pytest.approx(1 / 3) and jaccard([], []) == 1.0
+
+
+def test_agreement_is_chance_corrected():
+    frequency = np.array([1.0, 1.0, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0])
+    # k = 2 of d = 8: chance is 0.25; the selection {0, 1} is chosen by every member
+    assert agreement(frequency, np.array([0, 1]), 2, 8) == pytest.approx(1.0)
+    # a selection chosen by half the members: (0.5 - 0.25) / 0.75
+    assert agreement(frequency, np.array([2, 3]), 2, 8) == pytest.approx(1 / 3)
+    assert agreement(frequency, np.arange(8), 8, 8) == 1.0
+
+
+def test_choose_k_takes_the_largest_agreed_k_and_says_why():
+    chosen = choose_k({50: 0.9, 100: 0.6, 150: 0.4}, 0.5)
+    assert chosen.k == 100 and "largest k" in chosen.reason and "k = 150: 0.40" in chosen.reason
+    fallback = choose_k({50: 0.2, 100: 0.1}, 0.5)
+    assert fallback.k == 50 and "members disagree" in fallback.reason
+
+
+# -- members ---------------------------------------------------------------------------
+
+
+def test_one_member_is_the_runs_own_seed_on_every_sample():
+    (plan,) = plan_members(40, ConsensusConfig(members=1), seed=42)
+    assert plan.seed == 42 and plan.samples is None
+    training, epochs = member_settings(40, TrainingConfig(epochs=7), ConsensusConfig(members=1))
+    assert epochs == 7 and training == TrainingConfig(epochs=7)
+
+
+def test_members_have_their_own_seeds_and_samples_and_keep_the_data_regime():
+    plans = plan_members(1200, ConsensusConfig(members=4, subsample=0.5), seed=42)
+    assert len({p.seed for p in plans}) == 4
+    assert all(len(p.samples) == 600 and np.all(np.diff(p.samples) > 0) for p in plans)
+    assert not np.array_equal(plans[0].samples, plans[1].samples)
+    assert [p.seed for p in plan_members(1200, ConsensusConfig(members=4, subsample=0.5), 42)] == [p.seed for p in plans]
+    training, epochs = member_settings(1200, TrainingConfig(), ConsensusConfig(members=4, member_epochs=3))
+    assert training.regime == "large" and epochs == 3  # 600 samples each, the regime of all 1200
+
+
+def test_members_differ_and_the_same_seed_gives_the_same_consensus(A):
+    first = train_members(A, TrainingConfig(), ViewConfig(), QUIET, SMALL, seed=5)
+    again = train_members(A, TrainingConfig(), ViewConfig(), QUIET, SMALL, seed=5)
+    other = train_members(A, TrainingConfig(), ViewConfig(), QUIET, SMALL, seed=6)
+    scores = np.array([m.scores["z_norm"] for m in first])
+    assert len(first) == 3 and all(len(m.result.history) == 2 for m in first)
+    rankings = member_rankings(scores)
+    assert not np.array_equal(rankings[0], rankings[1]) and not np.array_equal(rankings[1], rankings[2])
+    np.testing.assert_array_equal(scores, np.array([m.scores["z_norm"] for m in again]))
+    assert not np.array_equal(scores, np.array([m.scores["z_norm"] for m in other]))
+
+
+def test_the_chain_ranks_by_the_consensus_of_the_members(A):
+    table = make_synthetic(n_samples=40, n_classes=2, n_informative=6, n_redundant=4, n_noise=30, seed=3)
+    settings = Settings(runtime=QUIET, consensus=SMALL).with_overrides("selection.k=5,selection.k_values=[5,10]")
+    result = chain.run(table, settings)
+    scores = np.array([m.scores["z_norm"] for m in result.members])
+    expected = fuse_laplacian(combine(scores, "mean_rank"), result.laplacian_scores, SMALL.laplacian_weight)
+    np.testing.assert_allclose(result.ranking.scores, expected)
+    assert set(result.ranking.frequency) == {5, 10} and result.k == 5
+    assert result.selected.shape == (5,)
+    again = chain.run(table, settings)
+    np.testing.assert_array_equal(result.selected, again.selected)
+
+
+def test_k_auto_picks_a_k_of_the_grid_and_explains_it():
+    table = make_synthetic(n_samples=40, n_classes=2, n_informative=6, n_redundant=4, n_noise=30, seed=3)
+    settings = Settings(runtime=QUIET, consensus=SMALL).with_overrides("selection.k=auto,selection.k_values=[5,10,40]")
+    result = chain.run(table, settings)
+    assert result.k in (5, 10) and result.k_reason  # 40 = d is never chosen
+    assert "k = 40" not in result.k_reason
