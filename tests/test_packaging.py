@@ -47,3 +47,28 @@ def test_packaged_project_runs_select_on_the_default_data(tmp_path):
     imported = subprocess.run([sys.executable, "-c", "import iclfs, sys; print(iclfs.__file__)"], cwd=workdir,
                               env={**env, "PYTHONPATH": str(site)}, capture_output=True, text=True)
     assert str(site) in imported.stdout  # the run used the packaged wheel, not the checkout
+
+
+def test_the_core_install_gives_a_working_selector_without_kedro(tmp_path):
+    """`pip install .` with no extras: ICLFSSelector works and nothing of Kedro, MLflow or matplotlib is there.
+
+    A fresh venv and a real install take a minute or two, so this runs where ICLFS_TEST_CORE_INSTALL=1
+    (.ci/run sets it).
+    """
+    import pytest
+
+    if os.environ.get("ICLFS_TEST_CORE_INSTALL") != "1":
+        pytest.skip("set ICLFS_TEST_CORE_INSTALL=1 to build a fresh venv with the core install (CI does)")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
+    done = subprocess.run([*pip, "-c", str(PROJECT_ROOT / "constraints.txt"), str(PROJECT_ROOT)], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    code = ("import importlib.util as u, numpy as np; from iclfs import ICLFSSelector; "
+            "X = np.random.default_rng(0).normal(size=(30, 20)); "
+            "s = ICLFSSelector(5, members=2, member_epochs=1, device='cpu').fit(X); "
+            "print(s.transform(X).shape, [m for m in ('kedro', 'mlflow', 'matplotlib') if u.find_spec(m)])")
+    ran = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    assert ran.stdout.strip().splitlines()[-1] == "(30, 5) []"

@@ -115,3 +115,11 @@ def test_overrides_keep_lists_whole_and_read_yaml():
 def test_settings_refuse_combinations_that_cannot_run(changes, message):
     with pytest.raises(ParameterError, match=message):
         Settings(**changes)
+
+
+def test_the_configuration_guide_lists_every_key_with_its_default():
+    guide = (CONF.parents[1] / "docs" / "guides" / "configuration.md").read_text()
+    for name, section in SECTIONS.items():
+        assert f"## `{name}`" in guide, name
+        for key in section().to_dict():
+            assert f"| `{key}` |" in guide, f"{name}.{key}"
