@@ -148,3 +148,13 @@ def test_k_auto_picks_a_k_of_the_grid_and_explains_it():
     result = chain.run(table, settings)
     assert result.k in (5, 10) and result.k_reason  # 40 = d is never chosen
     assert "k = 40" not in result.k_reason
+
+
+def test_one_member_is_the_papers_run_whatever_the_laplacian_weight():
+    """The Laplacian fusion belongs to combining members: a single run keeps its raw score."""
+    table = make_synthetic(n_samples=40, n_classes=2, n_informative=6, n_redundant=4, n_noise=30, seed=3)
+    single = "consensus.members=1,training.epochs=2,selection.k=5,selection.k_values=[5]"
+    fused = chain.run(table, Settings(runtime=QUIET).with_overrides(single + ",consensus.laplacian_weight=0.5"))
+    plain = chain.run(table, Settings(runtime=QUIET).with_overrides(single + ",consensus.laplacian_weight=0"))
+    np.testing.assert_array_equal(fused.ranking.scores, fused.members[0].scores["z_norm"])
+    np.testing.assert_array_equal(fused.ranking.ranking, plain.ranking.ranking)

@@ -151,13 +151,16 @@ def rank(member_scores: np.ndarray, ranking: RankingConfig, consensus: Consensus
          laplacian: np.ndarray | None, k_values: list[int]) -> Ranking:
     """Combine the members' scores (members, d) into one ranking.
 
-    ``laplacian`` (the Laplacian scores) is needed only with ``consensus.laplacian_weight`` > 0.
+    With one member the ranking is that member's raw score (the paper's run),
+    whatever ``consensus.laplacian_weight``; ``laplacian`` (the Laplacian
+    scores) is needed only for a consensus with ``laplacian_weight`` > 0.
     """
     from .scores import rank_features
 
     member_scores = np.atleast_2d(np.asarray(member_scores, dtype=np.float64))
     scores = combine(member_scores, consensus.combine)
-    if consensus.laplacian_weight > 0:
+    # The fusion is part of combining members: one member is the paper's run, its raw score.
+    if len(member_scores) > 1 and consensus.laplacian_weight > 0:
         if laplacian is None:
             raise ValueError("consensus.laplacian_weight > 0 needs the Laplacian scores")
         scores = fuse_laplacian(scores, laplacian, consensus.laplacian_weight)
