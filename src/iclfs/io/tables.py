@@ -279,7 +279,6 @@ def _from_samples_in_rows(frame: pd.DataFrame, source: str, label_column: str | 
 
 def _from_features_in_rows(frame: pd.DataFrame, source: str, label_column: str | None) -> FeatureTable:
     """A genes x samples table: first column the feature names, header the sample ids."""
-    index_name = str(frame.columns[0])
     frame = frame.set_index(frame.columns[0])
     frame.index = frame.index.map(str)
     labels = None
@@ -292,9 +291,9 @@ def _from_features_in_rows(frame: pd.DataFrame, source: str, label_column: str |
     samples = [str(c) for c in frame.columns]
     X = frame.T.reset_index(drop=True)
     _warn_suspicious(X.set_axis(list(frame.index), axis=1), source, has_ids=True)
+    # The header's first cell names the feature column (gene), so the sample ids get a name of their own.
     return FeatureTable(X=X, y=labels, feature_names=list(frame.index), source=source, sample_ids=samples,
-                        sample_id_name=index_name if index_name and not index_name.startswith("Unnamed") else
-                        "sample_id")
+                        sample_id_name="sample_id")
 
 
 # -- warnings for shapes that are usually a mistake ----------------------------------
