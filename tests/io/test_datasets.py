@@ -120,7 +120,8 @@ def test_scikit_feature_environment_points_at_the_named_file():
                                    env="scikit_feature", runtime_params={"data_source": "COIL20"})
         catalog = loader["catalog"]
     assert catalog["raw_data"]["type"] == "iclfs.io.datasets.FeatureTableDataset"
-    assert catalog["raw_data"]["filepath"] == "../shared/datasets/COIL20.mat"
+    assert catalog["raw_data"]["filename"] == "COIL20.mat"
+    assert catalog["raw_data"]["search_dirs"] == ["../shared/datasets", "../shared/validation"]
     assert catalog["standardized_data"]["filepath"] == "data/03_primary/COIL20/standardized_data.npy"
 
 
@@ -153,3 +154,16 @@ def test_previous_version_dataset_skips_the_current_runs_version(tmp_path):
     previous = PreviousVersionDataset(filepath=path, version=Version(None, "2026-01-03")).load()
     assert previous["v"].tolist() == [2] and previous.attrs["version"] == "2026-01-02"
     assert PreviousVersionDataset(filepath=path, version=Version(None, "2026-01-01")).load().empty
+
+
+@pytest.mark.parametrize("name", ["COIL20", "Isolet"])
+def test_scikit_feature_environment_finds_paper_and_validation_files(name):
+    """A paper dataset is in datasets_dir, a validation one in validation_dir: the same entry finds both."""
+    from iclfs.io.datasets import FeatureTableDataset
+
+    shared = PROJECT_ROOT.parent / "shared"
+    if not (shared / "datasets").is_dir():
+        pytest.skip("the scikit-feature files are not beside the project")
+    dataset = FeatureTableDataset(filename=f"{name}.mat",
+                                  search_dirs=[str(shared / "datasets"), str(shared / "validation")])
+    assert dataset.exists()
