@@ -80,7 +80,7 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
     members : int, default=8
         Networks trained and combined; 1 is the paper's single run
         (``epochs`` epochs on every sample).
-    member_epochs : int, default=20
+    member_epochs : int, default=10
         Epochs of each member when ``members >= 2``.
     subsample : float, default=0.5
         Fraction of the samples each member sees when ``members >= 2``.

@@ -94,12 +94,17 @@ def _normalized_affinity(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def laplacian_score_ranking(X: np.ndarray, n_neighbors: int = 3) -> np.ndarray:
     """Features by ascending Laplacian score (smoothest on the kNN graph first).
 
-    Args:
-        X: (n, d) standardized data.
-        n_neighbors: k of the cosine kNN graph of :func:`knn_affinity`.
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Standardized data.
+    n_neighbors : int, default=3
+        k of the cosine kNN graph of :func:`knn_affinity`.
 
-    Returns:
-        (d,) int64 ranking; features with an infinite score (constant) last.
+    Returns
+    -------
+    ndarray of shape (d,), dtype=int64
+        The ranking; features with an infinite score (constant) last.
     """
     X = _check_data(X)
     _check_neighbors(n_neighbors, X.shape[0])
@@ -123,14 +128,19 @@ def spec_scores(X: np.ndarray, gamma: float | None = None) -> np.ndarray:
     feature constant over the samples cannot win. Dense (n, n): fine up to a
     few thousand samples.
 
-    Args:
-        X: (n, d) standardized data.
-        gamma: RBF width. ``None`` uses 1 / (2 m), m the mean squared
-            Euclidean distance over distinct sample pairs (so a typical pair
-            has similarity about exp(-1/2)); 1.0 if all samples coincide.
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Standardized data.
+    gamma : float or None, default=None
+        RBF width. ``None`` uses 1 / (2 m), m the mean squared
+        Euclidean distance over distinct sample pairs (so a typical pair
+        has similarity about exp(-1/2)); 1.0 if all samples coincide.
 
-    Returns:
-        (d,) float64; ``+inf`` for features with ||D^{1/2} f|| <= 1e-12 or a
+    Returns
+    -------
+    ndarray of shape (d,), dtype=float64
+        The scores; ``+inf`` for features with ||D^{1/2} f|| <= 1e-12 or a
         denominator <= 1e-10 (zero or constant features).
     """
     X = _check_data(X)
@@ -164,8 +174,10 @@ def spec_scores(X: np.ndarray, gamma: float | None = None) -> np.ndarray:
 def spec_ranking(X: np.ndarray, gamma: float | None = None) -> np.ndarray:
     """Features by ascending SPEC phi_2 (see :func:`spec_scores`), constant ones last.
 
-    Returns:
-        (d,) int64 ranking.
+    Returns
+    -------
+    ndarray of shape (d,), dtype=int64
+        The ranking.
     """
     return rank_ascending(spec_scores(X, gamma))
 
@@ -182,8 +194,10 @@ def _spectral_embedding(W: np.ndarray, n_components: int) -> np.ndarray:
     by position, so it is removed exactly even when the graph is disconnected
     and eigenvalue 1 is repeated.
 
-    Returns:
-        (n, n_components), smallest lambda first.
+    Returns
+    -------
+    ndarray of shape (n, n_components)
+        The solutions y, one per column, smallest lambda first.
     """
     M, sqrt_degree = _normalized_affinity(W)
     u_0 = sqrt_degree / np.linalg.norm(sqrt_degree)
@@ -202,8 +216,10 @@ def _mcfs_scores_at(X: np.ndarray, n_clusters: int, n_neighbors: int, cardinalit
     same order). A path that ends early (at most min(n, d) features can be
     active) keeps its last step for every larger k.
 
-    Returns:
-        (len(cardinalities), d) float64 >= 0, row i for ``cardinalities[i]``.
+    Returns
+    -------
+    ndarray of shape (len(cardinalities), d), dtype=float64
+        Scores >= 0, row i for ``cardinalities[i]``.
     """
     Y = _spectral_embedding(knn_affinity(X, n_neighbors).toarray(), n_clusters)
     with warnings.catch_warnings():
@@ -240,20 +256,27 @@ def mcfs_scores(
     has only c - 1 eigenvectors that separate clusters, so K = c adds one
     that follows within-cluster structure, which can lift noise features.
 
-    Args:
-        X: (n, d) standardized data.
-        n_clusters: K, the number of non-trivial eigenvectors; 2..n-1.
-        n_neighbors: p of the kNN graph; 1..n-1.
-        n_nonzero: LARS cardinality per eigenvector, 1..d. ``None`` uses
-            min(d, 300). The paper sets it to the number of features to
-            select, which a full ranking does not know (use
-            :func:`mcfs_selections` for that); 300 bounds the LARS path
-            length. LARS can never hold more than min(n, d) active
-            features, so for d >> n the cap is in effect n, and for d < n
-            with n_nonzero = d the path ends at plain least squares.
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Standardized data.
+    n_clusters : int
+        K, the number of non-trivial eigenvectors; 2..n-1.
+    n_neighbors : int, default=5
+        p of the kNN graph; 1..n-1.
+    n_nonzero : int or None, default=None
+        LARS cardinality per eigenvector, 1..d. ``None`` uses
+        min(d, 300). The paper sets it to the number of features to
+        select, which a full ranking does not know (use
+        :func:`mcfs_selections` for that); 300 bounds the LARS path
+        length. LARS can never hold more than min(n, d) active
+        features, so for d >> n the cap is in effect n, and for d < n
+        with n_nonzero = d the path ends at plain least squares.
 
-    Returns:
-        (d,) float64 >= 0; features never selected score 0.
+    Returns
+    -------
+    ndarray of shape (d,), dtype=float64
+        Scores >= 0; features never selected score 0.
     """
     X = _check_data(X)
     n, d = X.shape
@@ -271,8 +294,10 @@ def mcfs_ranking(
 ) -> np.ndarray:
     """Features by descending MCFS score (see :func:`mcfs_scores`).
 
-    Returns:
-        (d,) int64 ranking; never-selected features (score 0) last, by index.
+    Returns
+    -------
+    ndarray of shape (d,), dtype=int64
+        The ranking; never-selected features (score 0) last, by index.
     """
     return _rank_descending(mcfs_scores(X, n_clusters, n_neighbors, n_nonzero))
 
@@ -288,13 +313,20 @@ def mcfs_selections(
     one LARS path per eigenvector (see :func:`mcfs_scores` for the graph
     and the embedding).
 
-    Args:
-        X: (n, d) standardized data.
-        n_clusters: K, the number of non-trivial eigenvectors; 2..n-1.
-        k_values: the numbers of features to select, each in 1..d.
-        n_neighbors: p of the kNN graph; 1..n-1.
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Standardized data.
+    n_clusters : int
+        K, the number of non-trivial eigenvectors; 2..n-1.
+    k_values : list of int
+        The numbers of features to select, each in 1..d.
+    n_neighbors : int, default=5
+        p of the kNN graph; 1..n-1.
 
-    Returns:
+    Returns
+    -------
+    dict of int to ndarray of shape (d,), dtype=int64
         ``{k: (d,) int64 ranking by the scores of the cardinality-k fit}``;
         its first k entries are MCFS's k features (a fit with fewer than k
         features selected fills up with unselected ones, by index).
@@ -382,16 +414,29 @@ def ndfs_scores(
     KKT points. Steps 1 and 3 use the push-through identity of
     :func:`_ndfs_factor`: O(n^2 d) per iteration, no (d, d) matrix.
 
-    Args:
-        X: (n, d) standardized data.
-        n_clusters: c, columns of F; 2..n.
-        alpha, beta, gamma: the paper's weights, all > 0.
-        n_neighbors: k of the kNN graph; 1..n-1.
-        max_iter: iterations, >= 1 (fixed count, no early stop).
-        random_state: seed of the k-means initialization of F.
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Standardized data.
+    n_clusters : int
+        c, columns of F; 2..n.
+    alpha : float, default=1.0
+        The paper's weight alpha, > 0.
+    beta : float, default=1.0
+        The paper's weight beta, > 0.
+    gamma : float, default=1e8
+        The paper's weight gamma, > 0.
+    n_neighbors : int, default=5
+        k of the kNN graph; 1..n-1.
+    max_iter : int, default=50
+        Iterations, >= 1 (fixed count, no early stop).
+    random_state : int or None, default=0
+        Seed of the k-means initialization of F.
 
-    Returns:
-        (d,) float64 >= 0.
+    Returns
+    -------
+    ndarray of shape (d,), dtype=float64
+        Scores >= 0.
     """
     X = _check_data(X)
     n = X.shape[0]
@@ -429,8 +474,10 @@ def ndfs_ranking(
 ) -> np.ndarray:
     """Features by descending NDFS score (see :func:`ndfs_scores`).
 
-    Returns:
-        (d,) int64 ranking.
+    Returns
+    -------
+    ndarray of shape (d,), dtype=int64
+        The ranking.
     """
     return _rank_descending(
         ndfs_scores(X, n_clusters, alpha, beta, gamma, n_neighbors, max_iter, random_state)

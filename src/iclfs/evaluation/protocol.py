@@ -33,12 +33,19 @@ def kmeans_scores(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Accuracy and NMI of ``n_runs`` k-means runs (random_state = seed + r).
 
-    Args:
-        X: (n, k) selected standardized columns.
-        labels: (n,) integer class codes.
+    Parameters
+    ----------
+    X : ndarray of shape (n, k)
+        Selected standardized columns.
+    labels : ndarray of shape (n,)
+        Integer class codes.
 
-    Returns:
-        (accuracies, nmis), each of shape (n_runs,).
+    Returns
+    -------
+    accuracies : ndarray of shape (n_runs,)
+        The clustering accuracy of each run.
+    nmis : ndarray of shape (n_runs,)
+        The NMI of each run.
     """
     n_clusters = len(np.unique(labels))
     acc = np.empty(n_runs)

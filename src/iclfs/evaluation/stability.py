@@ -11,7 +11,9 @@ from scipy.stats import spearmanr
 def compare_selections(previous: Sequence[str], current: Sequence[str]) -> dict:
     """Compare two ranked selections of feature names (best first).
 
-    Returns:
+    Returns
+    -------
+    dict
         ``jaccard`` (overlap / union), ``overlap`` (count), ``rank_correlation``
         (Spearman correlation of the ranks of the features in both; None when
         fewer than 2 are shared or the ranks are constant), ``entered`` (in the

@@ -25,7 +25,9 @@ def make_synthetic(
 ) -> FeatureTable:
     """Generate the synthetic table.
 
-    Returns:
+    Returns
+    -------
+    FeatureTable
         A :class:`FeatureTable` with ``X`` of shape
         (n_samples, n_informative + n_redundant + n_noise), labels ``y``,
         names ``feature_0000`` ..., ``informative_features`` (the columns of

@@ -14,11 +14,15 @@ def knn_affinity(X: np.ndarray, n_neighbors: int = 3) -> sparse.csr_matrix:
     ``exp(-dist / sigma)`` with sigma the mean kNN distance (floor 1e-12);
     symmetrized by element-wise max; zero diagonal.
 
-    Args:
-        X: (n, d) standardized data.
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        Standardized data.
 
-    Returns:
-        (n, n) sparse matrix with at most 2 n k non-zeros.
+    Returns
+    -------
+    sparse matrix of shape (n, n)
+        W, with at most 2 n k non-zeros.
     """
     X = np.asarray(X, dtype=np.float64)
     n = X.shape[0]

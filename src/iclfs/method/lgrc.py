@@ -31,13 +31,19 @@ def lgrc_select(
     is then put back in ranking order and cut to k. Among pool members with
     equal largest scores, the one ranked lowest is dropped first.
 
-    Args:
-        ranking: (d,) feature indices, best first.
-        laplacian_scores: (d,) Laplacian score of each feature (by index).
-        k: number of features to return, 1 <= k <= d.
+    Parameters
+    ----------
+    ranking : ndarray of shape (d,)
+        Feature indices, best first.
+    laplacian_scores : ndarray of shape (d,)
+        Laplacian score of each feature (by index).
+    k : int
+        Number of features to return, 1 <= k <= d.
 
-    Returns:
-        (k,) feature indices, best first.
+    Returns
+    -------
+    ndarray of shape (k,)
+        Feature indices, best first.
     """
     ranking = np.asarray(ranking, dtype=np.int64)
     scores = np.asarray(laplacian_scores, dtype=np.float64)
@@ -72,8 +78,10 @@ def select_features(
     """The k features selected from ``ranking``: :func:`lgrc_select`'s, or with
     ``use_lgrc=False`` the first k of the ranking (the paper's "without LGRC", WL).
 
-    Returns:
-        (k,) feature indices, best first.
+    Returns
+    -------
+    ndarray of shape (k,)
+        Feature indices, best first.
     """
     if not use_lgrc:
         return np.asarray(ranking)[:k]

@@ -92,15 +92,23 @@ def info_nce_with_negative(
     """L_con for one positive view.
 
     For feature j the logits are ``<^za_j, ^zp_l> / tau`` for every l, plus one
-    extra logit ``<^za_j, ^zneg_j> / tau``; the target is l = j. Returns the
-    mean cross-entropy over the d features.
+    extra logit ``<^za_j, ^zneg_j> / tau``; the target is l = j.
 
-    Args:
-        z_anchor, z_positive, z_negative: (d, d_z) embeddings (not yet normalized).
-        temperature: tau.
-        block_rows: rows of the (d, d) logits formed at a time, in both passes;
-            None picks :func:`loss_block_rows` for the embeddings' device.
-            The value does not depend on it beyond float rounding.
+    Parameters
+    ----------
+    z_anchor, z_positive, z_negative : Tensor of shape (d, d_z)
+        Embeddings (not yet normalized).
+    temperature : float, default=0.05
+        tau.
+    block_rows : int or None, default=None
+        Rows of the (d, d) logits formed at a time, in both passes;
+        None picks :func:`loss_block_rows` for the embeddings' device.
+        The value does not depend on it beyond float rounding.
+
+    Returns
+    -------
+    Tensor
+        The mean cross-entropy over the d features.
     """
     block = block_rows or loss_block_rows(z_anchor.shape[0], z_anchor.device)
     with full_precision(z_anchor):

@@ -105,14 +105,26 @@ class FeatureAttention(nn.Module):
 class ICLFSNetwork(nn.Module):
     """Attention -> encoder (H, d_h) -> projector (Z, d_z), applied row-wise.
 
-    Args:
-        n_samples: n, the length of each feature row (attention embed dim).
-        regime: layer sizes.
-        dropout: encoder dropout probability.
-        leaky_slope: LeakyReLU negative slope in the encoder.
-        bn_momentum, bn_eps: BatchNorm1d settings of every BN layer.
-        use_attention: False drops the attention block (ablation WLDA).
-        attention_kernel, attention_block_rows: see :class:`FeatureAttention`.
+    Parameters
+    ----------
+    n_samples : int
+        n, the length of each feature row (attention embed dim).
+    regime : Regime
+        Layer sizes.
+    dropout : float, default=0.1
+        Encoder dropout probability.
+    leaky_slope : float, default=0.2
+        LeakyReLU negative slope in the encoder.
+    bn_momentum : float, default=0.01
+        BatchNorm1d momentum of every BN layer.
+    bn_eps : float, default=1e-5
+        BatchNorm1d eps of every BN layer.
+    use_attention : bool, default=True
+        False drops the attention block (ablation WLDA).
+    attention_kernel : str, default="fused"
+        See :class:`FeatureAttention`.
+    attention_block_rows : int or None, default=None
+        See :class:`FeatureAttention`.
     """
 
     def __init__(

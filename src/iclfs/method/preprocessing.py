@@ -26,16 +26,25 @@ class DataValidationError(ValueError):
 class FeatureTable:
     """A raw samples x features table as it comes out of the catalog.
 
-    Attributes:
-        X: array-like of shape (n_samples, n_features).
-        y: optional labels of shape (n_samples,), any coding; evaluation only.
-        feature_names: optional names, one per column.
-        informative_features: optional column indices known to carry the
-            cluster signal (synthetic data only); used to report recall at k.
-        source: where the table came from, used in error messages.
-        metadata: anything else the reader knows (kept with the run's ground truth).
-        sample_ids: optional id of every sample (the ``id_column``), kept in the reduced table.
-        sample_id_name: the id column's name.
+    Attributes
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        The raw values.
+    y : array-like of shape (n_samples,) or None
+        Optional labels, any coding; evaluation only.
+    feature_names : sequence of str or None
+        Optional names, one per column.
+    informative_features : sequence of int or None
+        Optional column indices known to carry the cluster signal
+        (synthetic data only); used to report recall at k.
+    source : str
+        Where the table came from, used in error messages.
+    metadata : dict
+        Anything else the reader knows (kept with the run's ground truth).
+    sample_ids : sequence or None
+        Optional id of every sample (the ``id_column``), kept in the reduced table.
+    sample_id_name : str or None
+        The id column's name.
     """
 
     X: object
@@ -142,14 +151,18 @@ def validate_shape(
 def standardize(X: np.ndarray, source: str = "data") -> np.ndarray:
     """Z-score every column over the samples (ddof=0); constant columns become 0.
 
-    Args:
-        X: array of shape (n_samples, n_features), finite.
-
-    Returns:
-        float32 array of shape (n_samples, n_features).
-
     The statistics are computed in float64 so that large raw values (counts,
     1e30 sensor glitches) do not overflow before they are scaled down.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The values, finite.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_features), dtype=float32
+        The z-scored columns.
     """
     X = np.asarray(X, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -180,8 +193,12 @@ def invert(X_std: np.ndarray) -> np.ndarray:
 def encode_labels(y: object, n_samples: int, source: str = "data") -> tuple[np.ndarray, list]:
     """Factorize labels of any coding to 0..c-1 (classes in sorted order).
 
-    Returns:
-        (codes of shape (n_samples,), list of the original class values)
+    Returns
+    -------
+    codes : ndarray of shape (n_samples,)
+        The class codes 0..c-1.
+    classes : list
+        The original class values.
     """
     arr = np.asarray(y)
     if arr.ndim == 2 and 1 in arr.shape:

@@ -22,11 +22,16 @@ def min_max(values: np.ndarray) -> np.ndarray:
 def feature_scores(h: np.ndarray, z: np.ndarray) -> dict[str, np.ndarray]:
     """All four scores of docs/method.md §5 for every feature.
 
-    Args:
-        h: (d, d_h) encoder output of the anchor map.
-        z: (d, d_z) projector output of the anchor map.
+    Parameters
+    ----------
+    h : ndarray of shape (d, d_h)
+        Encoder output of the anchor map.
+    z : ndarray of shape (d, d_z)
+        Projector output of the anchor map.
 
-    Returns:
+    Returns
+    -------
+    dict of str to ndarray of shape (d,)
         ``{name: (d,) float64}`` for every name in :data:`SCORE_NAMES`.
     """
     h_norm = np.linalg.norm(np.asarray(h, dtype=np.float64), axis=1)
