@@ -67,9 +67,8 @@ run, which exist only in the driver). In the driver:
   outputs the driver saves itself (the tracking and in-memory ones).
 * ``after_node_run``, ``on_node_error``, the load hooks, and the save hooks
   of the files a worker writes are not called for nodes run on workers. In
-  this project that means :class:`iclfs.pipelines.hooks.MlflowArtifactHook`
-  does not log the artifacts that workers write (the files are in ``data/``
-  as always; MLflow gets the parameters and the metrics).
+  this project :class:`iclfs.pipelines.hooks.MlflowArtifactHook` logs the
+  artifacts that workers wrote from their files when the pipeline ends.
 
 Nodes that run whole in the driver get every hook.
 

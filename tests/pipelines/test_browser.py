@@ -15,12 +15,9 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
-import time
 import urllib.request
 from functools import cache
-from pathlib import Path
 
 import mlflow
 import pandas as pd
@@ -28,8 +25,8 @@ import pytest
 
 from iclfs.pipeline_registry import register_pipelines
 from iclfs.pipelines.publish.report import SECTIONS
-from tests.pipelines.test_integration import mlflow_runs, project, run_session  # noqa: F401  (project is a fixture)
-from tests.pipelines.test_viz import free_port
+from tests.pipelines.conftest import mlflow_runs, run_session
+from tests.pipelines.test_viz import running_viz
 
 # The flags every call uses: headless, no sandbox (root in a container), nothing fetched in the background.
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -122,34 +119,8 @@ def test_the_run_report_renders_in_a_browser(chromium, project, tmp_path):
 @pytest.fixture
 def viz_in_project(project):
     """``kedro viz run`` serving the project copy, on a free loopback port; its base URL."""
-    port = free_port()
-    env = {**os.environ, "KEDRO_DISABLE_TELEMETRY": "1"}
-    log = project / "viz.log"
-    with log.open("w") as handle:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "kedro", "viz", "run", "--no-browser", "--host", "127.0.0.1", "--port", str(port)],
-            cwd=project, env=env, stdout=handle, stderr=subprocess.STDOUT,
-            start_new_session=True,  # the server spawns a worker: stop the whole group at the end
-        )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 180
-    try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/main", timeout=10):
-                    break
-            except OSError:
-                if process.poll() is not None or time.time() > deadline:
-                    raise RuntimeError(f"kedro viz did not start: {log.read_text()[-2000:]}")
-                time.sleep(1)
+    with running_viz(project, project / "viz.log") as base:
         yield base
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 def test_kedro_viz_draws_the_pipeline_nodes_in_a_browser(chromium, viz_in_project):

@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from kedro.io import DatasetError, Version
 
 from iclfs.io.datasets import CSVDataset, FeatureTableDataset, NumpyDataset
@@ -34,7 +33,7 @@ from iclfs.pipelines.hooks import mask_credentials
 from iclfs.pipelines.publish.nodes import reduce_data
 from iclfs.pipelines.resolvers import DataSourceError, data_source
 from tests.pipelines.test_bad_input import first_node
-from tests.pipelines.test_integration import project, run_session, versions  # noqa: F401  (fixture)
+from tests.pipelines.conftest import run_session, versions
 
 RNG = np.random.default_rng(7)
 GENES = [f"g{j}" for j in range(12)]
@@ -150,7 +149,7 @@ def test_a_data_source_comes_from_the_input_file_name_when_not_given():
     assert data_source(None, None, "synthetic") == "synthetic"
 
 
-def test_a_traversing_data_source_writes_nothing_anywhere(project, tmp_path):  # noqa: F811
+def test_a_traversing_data_source_writes_nothing_anywhere(project, tmp_path):
     escape = project.parent / "evil"
     with pytest.raises(Exception, match="data_source '../evil' is not allowed"):
         run_session(project, runtime_params={"data_source": "../evil"})
@@ -269,7 +268,7 @@ def _write_csv(path: Path, seed: int, names: list[str]) -> None:
     pd.DataFrame(values, columns=names).to_csv(path, index=False)
 
 
-def test_two_overlapping_runs_on_one_data_source_keep_their_own_results(project):  # noqa: F811
+def test_two_overlapping_runs_on_one_data_source_keep_their_own_results(project):
     """Run A (long) and run B (short, other names) at once on the same data_source: each keeps its own list."""
     a_names, b_names = [f"a{j}" for j in range(24)], [f"b{j}" for j in range(24)]
     _write_csv(project / "a.csv", 1, a_names)
@@ -315,7 +314,7 @@ def test_two_overlapping_runs_on_one_data_source_keep_their_own_results(project)
     ("training.epochs=-1", "parameter training.epochs = -1 is invalid"),
     ("data_source=../x", "data_source '../x' is not allowed"),
 ])
-def test_a_refused_run_prints_its_message_and_a_pointer_not_a_traceback(project, params, message):  # noqa: F811
+def test_a_refused_run_prints_its_message_and_a_pointer_not_a_traceback(project, params, message):
     done = subprocess.run([sys.executable, "-m", "kedro", "run", "--params", params], cwd=project,
                           env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "1"}, capture_output=True, text=True)
     output = done.stdout + done.stderr

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import PROJECT_ROOT
-from tests.pipelines.test_integration import project, run_session  # noqa: F401  (project is a fixture)
+from tests.pipelines.conftest import run_session
 
 NOTEBOOK = PROJECT_ROOT / "notebooks" / "inspect_run.ipynb"
 

@@ -8,10 +8,10 @@ import logging
 import numpy as np
 import pandas as pd
 
-from tests.pipelines.test_integration import project, run_session  # noqa: F401  (fixture)
+from tests.pipelines.conftest import run_session
 
 
-def test_a_tsv_of_genes_by_samples_without_labels_follows_the_readme(project, caplog):  # noqa: F811
+def test_a_tsv_of_genes_by_samples_without_labels_follows_the_readme(project, caplog):
     (project / "conf/local/catalog.yml").unlink()  # the README edits no conf: the input is a runtime parameter
     genes = [f"ENSG{j:05d}" for j in range(60)]
     values = np.random.default_rng(0).normal(size=(60, 24)).round(3)

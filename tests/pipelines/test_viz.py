@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
+import contextlib
 import json
 import os
 import random
@@ -13,6 +12,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -37,15 +39,17 @@ def get_json(url: str) -> dict:
         return json.loads(response.read())
 
 
-@pytest.fixture
-def viz_server():
+@contextlib.contextmanager
+def running_viz(project: Path, log: Path) -> Iterator[str]:
+    """``kedro viz run`` serving ``project`` on a free loopback port, its output in ``log``; yields the base URL."""
     port = free_port()
     env = {**os.environ, "KEDRO_DISABLE_TELEMETRY": "1"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "kedro", "viz", "run", "--no-browser", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=PROJECT_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        start_new_session=True,  # the server spawns a worker: stop the whole group at the end
-    )
+    with log.open("w") as handle:  # a file, not a pipe: a full pipe would stall the server
+        process = subprocess.Popen(
+            [sys.executable, "-m", "kedro", "viz", "run", "--no-browser", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=project, env=env, stdout=handle, stderr=subprocess.STDOUT,
+            start_new_session=True,  # the server spawns a worker: stop the whole group at the end
+        )
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 180
     try:
@@ -55,7 +59,7 @@ def viz_server():
                 break
             except OSError:
                 if process.poll() is not None or time.time() > deadline:
-                    raise RuntimeError(f"kedro viz did not start: {process.stderr.read().decode()[-2000:]}")
+                    raise RuntimeError(f"kedro viz did not start: {log.read_text()[-2000:]}")
                 time.sleep(1)
         yield base
     finally:
@@ -65,6 +69,12 @@ def viz_server():
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+@pytest.fixture
+def viz_server(tmp_path):
+    with running_viz(PROJECT_ROOT, tmp_path / "viz.log") as base:
+        yield base
 
 
 def test_viz_api_lists_every_pipeline_and_node(viz_server):

@@ -67,6 +67,10 @@ def find_dataset(name: str, data_dirs: Sequence[str | Path]) -> Path:
     raise FileNotFoundError(f"{name}.mat is in none of {', '.join(map(str, data_dirs))}")
 
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 def write_cell(cells: Path, key: str, table: pd.DataFrame) -> Path:
     """Write one cell whole or not at all: a temporary file in the same folder, renamed when complete."""
     path = cells / f"{key}.csv"
@@ -75,6 +79,7 @@ def write_cell(cells: Path, key: str, table: pd.DataFrame) -> Path:
     try:
         with os.fdopen(handle, "w") as out:
             table.to_csv(out, index=False)
+        os.chmod(temporary, 0o666 & ~_UMASK)  # mkstemp makes it private; a cell is an ordinary file
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
