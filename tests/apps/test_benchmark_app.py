@@ -100,7 +100,7 @@ def test_a_second_identical_run_plans_nothing_and_touches_no_file(grid, capsys):
     assert "0 job(s) to run: none" in capsys.readouterr().out
     after = {name: ((cells / name).stat().st_mtime_ns, (cells / name).read_bytes()) for name in _files(cells)}
     assert after == before
-    jobs = benchmark.plan(["COIL20"], [42, 43], "", [str(grid / "mats")], cells, iclfs=True,
+    jobs = benchmark.plan(["COIL20"], [42, 43], SET, [str(grid / "mats")], cells, iclfs=True,
                           baselines=list(BASELINE_NAMES), force=False)
     assert jobs == []
 
@@ -167,7 +167,8 @@ def test_a_changed_setting_is_its_own_method_and_leaves_the_others_alone(grid, t
     before = {name: (cells / name).read_bytes() for name in _files(cells)}
     _run(grid / "mats", cells, "--no-baselines", overrides=SET + ",selection.use_lgrc=false")
     added = sorted(set(_files(cells)) - set(before))
-    assert added == [f"{cell_key('COIL20', 'ICLFS-WL [fast]', 42)}.csv"]
+    variant = method_name(Settings().with_overrides(SET + ",selection.use_lgrc=false"))
+    assert variant.startswith("ICLFS-WL [fast") and added == [f"{cell_key('COIL20', variant, 42)}.csv"]
     assert all((cells / name).read_bytes() == content for name, content in before.items())
 
 

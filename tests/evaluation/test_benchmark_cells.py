@@ -21,7 +21,8 @@ from iclfs.evaluation.benchmark import (
 from iclfs.method.config import Settings
 
 # The paper's ICLFS: one run, the literal loop; every name below is relative to it.
-PAPER = "consensus.members=1,training.schedule=paper"
+# The paper's single run; a consensus below starts from no Laplacian fusion, so each tag is what the case sets.
+PAPER = "consensus.members=1,training.schedule=paper,consensus.laplacian_weight=0,consensus.subsample=1.0"
 
 
 @pytest.mark.parametrize(
@@ -57,6 +58,8 @@ PAPER = "consensus.members=1,training.schedule=paper"
          "ICLFS [consensus 3x5, Laplacian weight 0.25]"),
         ("selection.use_lgrc=false,consensus.members=3,consensus.member_epochs=5,runtime.precision=bf16",
          "ICLFS-WL [consensus 3x5, bf16]"),
+        ("consensus.members=8,consensus.member_epochs=10,consensus.subsample=0.5,consensus.laplacian_weight=0.5",
+         "ICLFS [consensus 8x10, 0.5 of samples, Laplacian weight 0.5]"),
     ],
 )
 def test_method_names_follow_the_papers_ablation_names(changes, name):

@@ -23,7 +23,7 @@ from iclfs.method.config import Settings
 
 SINGLE = "ICLFS [fast]"
 DEFAULT = "ICLFS [fast, consensus 8x20, 0.5 of samples]"
-CONSENSUS = "consensus.members=8,consensus.member_epochs=20,consensus.subsample=0.5"
+CONSENSUS = "consensus.members=8,consensus.member_epochs=20,consensus.subsample=0.5,consensus.laplacian_weight=0"
 
 
 def _cell(method, seed, accs, dataset="COIL20", ks=(50, 100), seconds=10.0, selected=None):
