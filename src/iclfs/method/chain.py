@@ -18,6 +18,7 @@ import numpy as np
 
 from .config import ConsensusConfig, ParameterError, RankingConfig, SelectionConfig, Settings
 from .consensus import (
+    KChoice,
     Member,
     agreement,
     choose_k,
@@ -25,15 +26,16 @@ from .consensus import (
     fuse_laplacian,
     member_jaccard,
     member_rankings,
+    member_samples,
     member_settings,
     top_k_frequency,
     train_members,
 )
 from .laplacian import laplacian_scores
 from .lgrc import select_features
+from .losses import loss_block_rows
 from .model import select_regime
 from .preprocessing import DataValidationError, FeatureTable, PreparedData, invert, prepare
-from .losses import loss_block_rows
 from .runtime import (
     attention_kernel_for,
     check_memory,
@@ -41,6 +43,7 @@ from .runtime import (
     resolve_device,
     resolve_precision,
 )
+from .scores import rank_features
 
 LOGGER = logging.getLogger(__name__)
 
@@ -100,13 +103,6 @@ def check_for_data(settings: Settings, n_samples: int, n_features: int, source: 
     return grid
 
 
-def member_samples(n_samples: int, consensus: ConsensusConfig) -> int:
-    """How many samples each member trains on."""
-    if consensus.members == 1:
-        return n_samples
-    return min(n_samples, max(4, round(consensus.subsample * n_samples)))
-
-
 def prepare_data(table: FeatureTable, settings: Settings) -> PreparedData:
     """Validate and standardize ``table``, and check ``settings`` against its shape (nothing is written)."""
     prepared = prepare(table)
@@ -155,8 +151,6 @@ def rank(member_scores: np.ndarray, ranking: RankingConfig, consensus: Consensus
     whatever ``consensus.laplacian_weight``; ``laplacian`` (the Laplacian
     scores) is needed only for a consensus with ``laplacian_weight`` > 0.
     """
-    from .scores import rank_features
-
     member_scores = np.atleast_2d(np.asarray(member_scores, dtype=np.float64))
     scores = combine(member_scores, consensus.combine)
     # The fusion is part of combining members: one member is the paper's run, its raw score.
@@ -183,15 +177,14 @@ def select(ranking: np.ndarray, laplacian: np.ndarray, selection: SelectionConfi
 
 
 def choose(selections: dict[int, np.ndarray], frequency: dict[int, np.ndarray], selection: SelectionConfig,
-           n_features: int) -> tuple[int, str]:
+           n_features: int) -> KChoice:
     """The production k and why: ``selection.k``, or with ``auto`` the members' agreement (:func:`choose_k`)."""
     if selection.k != "auto":
-        return int(selection.k), f"selection.k = {selection.k}"
+        return KChoice(int(selection.k), f"selection.k = {selection.k}", {})
     # Selecting every feature is no selection: its agreement is 1 by construction.
     candidates = [k for k in selections if k < n_features] or list(selections)
     agreements = {k: agreement(frequency[k], selections[k], k, n_features) for k in candidates}
-    chosen = choose_k(agreements, selection.auto_frequency)
-    return chosen.k, chosen.reason
+    return choose_k(agreements, selection.auto_frequency)
 
 
 @dataclass
@@ -203,13 +196,22 @@ class ChainResult:
     laplacian_scores: np.ndarray
     ranking: Ranking
     selections: dict[int, np.ndarray]
-    k: int
-    k_reason: str
+    choice: KChoice
+
+    @property
+    def k(self) -> int:
+        """The production k."""
+        return self.choice.k
+
+    @property
+    def k_reason(self) -> str:
+        """Why that k."""
+        return self.choice.reason
 
     @property
     def selected(self) -> np.ndarray:
         """The features handed on: the selection at the production k, best first."""
-        return self.selections[self.k]
+        return self.selections[self.choice.k]
 
 
 def run(table: FeatureTable, settings: Settings | None = None) -> ChainResult:
@@ -223,5 +225,5 @@ def run(table: FeatureTable, settings: Settings | None = None) -> ChainResult:
     ranked = rank(np.array([m.scores[settings.ranking.score] for m in members]), settings.ranking,
                   settings.consensus, laplacian, grid)
     selections = select(ranked.ranking, laplacian, settings.selection, grid)
-    k, reason = choose(selections, ranked.frequency, settings.selection, d)
-    return ChainResult(prepared, members, laplacian, ranked, selections, k, reason)
+    return ChainResult(prepared, members, laplacian, ranked, selections,
+                       choose(selections, ranked.frequency, settings.selection, d))

@@ -69,7 +69,7 @@ def plan_members(n_samples: int, consensus: ConsensusConfig, seed: int) -> list[
     if consensus.members == 1:
         return [MemberPlan(0, int(seed), None)]
     seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(consensus.members)]
-    size = min(n_samples, max(4, round(consensus.subsample * n_samples)))
+    size = member_samples(n_samples, consensus)
     plans = []
     for index, member_seed in enumerate(seeds):
         samples = None
@@ -77,6 +77,13 @@ def plan_members(n_samples: int, consensus: ConsensusConfig, seed: int) -> list[
             samples = np.sort(np.random.default_rng(member_seed).choice(n_samples, size=size, replace=False))
         plans.append(MemberPlan(index, member_seed, samples))
     return plans
+
+
+def member_samples(n_samples: int, consensus: ConsensusConfig) -> int:
+    """How many samples each member trains on: all of them for one member."""
+    if consensus.members == 1:
+        return n_samples
+    return min(n_samples, max(4, round(consensus.subsample * n_samples)))
 
 
 def member_settings(n_samples: int, training: TrainingConfig, consensus: ConsensusConfig) -> tuple[TrainingConfig, int]:

@@ -33,13 +33,11 @@ def choose_k(selected_features: pd.DataFrame, feature_ranking: pd.DataFrame, sel
     freq = frequencies(feature_ranking)
     if config.k == "auto" and not freq:
         raise ValueError("selection.k 'auto' needs a consensus (consensus.members 2 or more)")
-    k, reason = chain.choose(chosen, freq, config, len(feature_ranking))
-    choice = {"k": int(k), "reason": reason}
+    chosen_k = chain.choose(chosen, freq, config, len(feature_ranking))
+    choice = {"k": chosen_k.k, "reason": chosen_k.reason}
     if config.k == "auto":
-        from iclfs.method.consensus import agreement
-
-        choice["agreement"] = {str(kk): agreement(freq[kk], chosen[kk], kk, len(feature_ranking)) for kk in chosen}
-    return choice, {"k": {"value": float(k), "step": 0}}
+        choice["agreement"] = {str(k): value for k, value in chosen_k.agreement.items()}
+    return choice, {"k": {"value": float(chosen_k.k), "step": 0}}
 
 
 def feature_list(selected_features: pd.DataFrame, k_choice: dict) -> pd.DataFrame:
