@@ -14,7 +14,8 @@ two: on a shared machine that rate drifts). Every epoch is
 sweep over d and over n reports time and memory per ``fast`` epoch, and
 ``--selection-sizes`` times the whole default selection (every consensus
 member, scoring, the Laplacian score, LGRC) on synthetic tables of those
-sizes: what a user waits for. The report checks the targets of
+sizes: what a user waits for; ``--cost-datasets`` times it against one
+100-epoch run on real datasets, back to back. The report checks the targets of
 :data:`TARGETS` and ends with the hand-written analysis of ``--notes``.
 """
 
@@ -233,13 +234,19 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
     return result
 
 
-def selection_worker(shape: str, device_name: str) -> dict:
-    """Wall time of the default selection (:func:`iclfs.method.chain.run`, default settings) on a ``DxN`` table."""
+def selection_worker(source: str, device_name: str, overrides: str = "") -> dict:
+    """Wall time of a whole selection (:func:`iclfs.method.chain.run`) on a ``DxN`` random table or a file.
+
+    The default settings, or those changed by ``overrides`` (``consensus.members=1``: one run).
+    """
     settings = Settings().with_overrides(f"runtime.device={device_name},runtime.progress=false")
+    settings = settings.with_overrides(overrides)
+    table = _synthetic_table(source) if "x" in source and not Path(source).suffix else read_feature_table(source)
     started = time.perf_counter()
-    result = chain.run(_synthetic_table(shape), settings)
+    result = chain.run(table, settings)
     seconds = time.perf_counter() - started
-    return {"shape": shape, "d": int(shape.split("x")[0]), "n": int(shape.split("x")[1]), "seconds": seconds,
+    d, n = result.prepared.standardized.shape[1], result.prepared.standardized.shape[0]
+    return {"shape": source, "source": source, "overrides": overrides, "d": d, "n": n, "seconds": seconds,
             "training_seconds": sum(m.seconds for m in result.members), "members": len(result.members),
             "epochs": sum(len(m.result.history) for m in result.members), "device": result.members[0].result.device,
             "threads": result.members[0].result.threads, "peak_rss_bytes": peak_rss_bytes()}
@@ -252,9 +259,10 @@ def run_worker(source: str, schedule: str, epochs: int, device: str, count_flops
                        {"source": source, "schedule": schedule})
 
 
-def run_selection_worker(shape: str, device: str) -> dict:
+def run_selection_worker(source: str, device: str, overrides: str = "") -> dict:
     """Run :func:`selection_worker` in a fresh interpreter."""
-    return _subprocess(["--selection-worker", shape, device], {"shape": shape})
+    return _subprocess(["--selection-worker", source, device, overrides], {"shape": source, "source": source,
+                                                                            "overrides": overrides})
 
 
 def _subprocess(arguments: list[str], identity: dict) -> dict:
@@ -376,6 +384,20 @@ def render(report: dict, notes: str = "") -> str:
                 continue
             lines.append(f"| {r['d']} x {r['n']} | {r['members']} | {r['epochs']} | {r['seconds']:.0f} | "
                          f"{r['training_seconds']:.0f} | {_gib(r['peak_rss_bytes'])} | {r['device']} | {r['threads']} |")
+    if report.get("cost"):
+        lines += ["", "## The default selection against one run", "",
+                  "On each dataset, back to back in fresh processes: one 100-epoch `fast` run "
+                  "(`consensus.members=1`) and the default consensus, each the whole selection "
+                  "(`iclfs.method.chain.run`: training, scoring, the Laplacian score, LGRC at every k).", "",
+                  "| dataset | n x d | one run s | default s | default / one run | epochs (one run / default) |",
+                  "|---|---|---|---|---|---|"]
+        for pair in report["cost"]:
+            one, default = pair["one_run"], pair["default"]
+            if "error" in one or "error" in default:
+                lines.append(f"| {pair['name']} | failed: {one.get('error') or default.get('error')} | | | | |")
+                continue
+            lines.append(f"| {pair['name']} | {one['n']} x {one['d']} | {one['seconds']:.0f} | {default['seconds']:.0f} "
+                         f"| {default['seconds'] / one['seconds']:.2f} | {one['epochs']} / {default['epochs']} |")
     if notes.strip():
         lines += ["", "## Analysis", "", notes.strip()]
     return "\n".join(lines) + "\n"
@@ -388,7 +410,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(worker(source, schedule, int(epochs), device, count == "1", precision)))
         return
     if argv and argv[0] == "--selection-worker":
-        print(json.dumps(selection_worker(argv[1], argv[2])))
+        print(json.dumps(selection_worker(argv[1], argv[2], argv[3] if len(argv) > 3 else "")))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", nargs="*", default=list(DEFAULT_DATASETS))
@@ -402,6 +424,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sweep-epochs", type=int, default=1)
     parser.add_argument("--selection-sizes", nargs="*", default=list(SELECTION_SIZES),
                         help="DxN tables the whole default selection is timed on")
+    parser.add_argument("--cost-datasets", nargs="*", default=[],
+                        help="datasets (in --datasets-dir) on which the default selection and one 100-epoch run "
+                             "are timed back to back, each in its own process")
     parser.add_argument("--output", default="docs/reports/performance.md")
     parser.add_argument("--notes", default="docs/guides/performance.md",
                         help="hand-written analysis appended to the report, if the file exists")
@@ -444,6 +469,14 @@ def main(argv: list[str] | None = None) -> None:
                                 args.precision)
             print(json.dumps(result), flush=True)
             report[key].append(result)
+    report["cost"] = []
+    for name in args.cost_datasets:
+        path = str(Path(args.datasets_dir) / f"{name}.mat")
+        pair = {"name": name}
+        for key, overrides in (("one_run", "consensus.members=1"), ("default", "")):
+            pair[key] = run_selection_worker(path, args.device, overrides)
+            print(json.dumps(pair[key]), flush=True)
+        report["cost"].append(pair)
     report["selection"] = []
     for shape in args.selection_sizes:
         result = run_selection_worker(shape, args.device)
