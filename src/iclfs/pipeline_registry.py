@@ -44,7 +44,8 @@ def benchmark_datasets(conf: Path | None = None) -> tuple[str, ...]:
 
     Read with Kedro's own config loader (base, then local). A dataset whose
     file is in neither ``datasets_dir`` nor ``validation_dir`` is left out and
-    named in a warning; the report lists it as not run.
+    named in a debug log line (every kedro command builds the registry); the
+    report lists it as not run.
     """
     from kedro.config import MissingConfigException, OmegaConfigLoader
     from kedro.framework.project import settings
