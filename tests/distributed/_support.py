@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -13,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import scipy.io
 import yaml
+
+from tests.project_copy import copy_project
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
@@ -48,18 +49,9 @@ def make_project(root: Path, data: Path, parameters: dict = PARAMETERS, tracking
     ``tracking_uri``: the MLflow store (default: a SQLite file in the copy, by absolute path);
     ``untracked``: pipelines kedro-mlflow leaves alone (no store is created for them).
     """
-    shutil.copytree(PROJECT_ROOT / "conf", root / "conf", ignore=shutil.ignore_patterns("local"))
-    shutil.copy(PROJECT_ROOT / "pyproject.toml", root / "pyproject.toml")
-    (root / "src").mkdir()  # iclfs itself is imported from the installed package
-    (root / "logs").mkdir()  # conf/logging.yml writes logs/info.log
-    local = root / "conf" / "local"
-    local.mkdir()
+    local = copy_project(root, tracking_uri, untracked)
     (local / "globals.yml").write_text(yaml.safe_dump({"datasets_dir": str(data), "validation_dir": str(data)}))
     (local / "parameters.yml").write_text(yaml.safe_dump(parameters))
-    mlflow_conf = yaml.safe_load((PROJECT_ROOT / "conf" / "base" / "mlflow.yml").read_text())
-    mlflow_conf["server"]["mlflow_tracking_uri"] = tracking_uri or f"sqlite:///{root / 'mlflow.db'}"
-    mlflow_conf["tracking"]["disable_tracking"]["pipelines"] = list(untracked)
-    (local / "mlflow.yml").write_text(yaml.safe_dump(mlflow_conf))
     return root
 
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import warnings
 from pathlib import Path
 
 import mlflow
 import pandas as pd
 import pytest
 import yaml
-from kedro.framework.session import KedroSession
 from kedro.framework.startup import bootstrap_project
 from kedro.io import DataCatalog, MemoryDataset
 from kedro.pipeline import Node, Pipeline
@@ -22,19 +20,9 @@ from kedro_datasets.pickle import PickleDataset
 from iclfs.method.runtime import available_cpus
 from iclfs.runner import DaskRunner, InMemoryIntermediateError, read_dask_conf
 from tests.distributed._support import CELLS, PROJECT_ROOT, TIMING_COLUMNS, make_project
+from tests.project_copy import run_session
 
 pytest.importorskip("distributed", reason="dask[distributed] is not installed")
-
-
-def run_session(root: Path, **kwargs) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            with KedroSession.create(project_path=root, runtime_params=kwargs.pop("runtime_params", None)) as session:
-                session.run(**kwargs)
-        finally:
-            while mlflow.active_run() is not None:  # kedro-mlflow leaves its run on mlflow's stack
-                mlflow.end_run()
 
 
 def cell_tables(root: Path) -> dict[str, pd.DataFrame]:

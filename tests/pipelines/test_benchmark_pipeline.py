@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import logging
-import shutil
 import warnings
 from pathlib import Path
 
 import mlflow
-import numpy as np
 import pandas as pd
 import pytest
-import scipy.io
 import yaml
-from kedro.framework.session import KedroSession
 from kedro.framework.startup import bootstrap_project
 
 from iclfs.evaluation.benchmark import BASELINE_NAMES, RESULT_COLUMNS, method_name, slug
 from iclfs.method.config import Settings
-from tests.conftest import PROJECT_ROOT
+from tests.distributed._support import stand_in
+from tests.project_copy import copy_project, run_session
 
 # Tiny runs: one epoch, k in {5, 10}, two k-means runs, one torch thread, no progress bar. k = 50 stays in
 # the grid (left out on these 30 features) because the report's spec_for sets selection.k = 50 and fails on a
@@ -34,52 +31,22 @@ PARAMETERS = {
 CELLS = Path("data/08_reporting/benchmark/cells")
 
 
-def _stand_in(path, seed):
-    """A 40 x 30 labelled table (3 classes, 6 informative columns) in scikit-feature's layout."""
-    rng = np.random.default_rng(seed)
-    y = np.repeat([1, 2, 3], [14, 13, 13])
-    X = rng.integers(0, 50, size=(40, 30)).astype(np.uint8)
-    X[:, :6] += (40 * (y[:, None] - 1)).astype(np.uint8)
-    scipy.io.savemat(path, {"X": X, "Y": y[:, None]})
-
-
 @pytest.fixture
 def bench(tmp_path, monkeypatch) -> Path:
     """A copy of the project (conf, pyproject) with tiny local parameters and its own data folders."""
     root = tmp_path / "project"
-    shutil.copytree(PROJECT_ROOT / "conf", root / "conf", ignore=shutil.ignore_patterns("local"))
-    shutil.copy(PROJECT_ROOT / "pyproject.toml", root / "pyproject.toml")
-    (root / "src").mkdir()  # iclfs itself is imported from the installed package
-    local = root / "conf" / "local"
-    local.mkdir()
+    local = copy_project(root)
     datasets, validation = tmp_path / "datasets", tmp_path / "validation"
     datasets.mkdir(), validation.mkdir()
-    _stand_in(datasets / "COIL20.mat", 0)
-    _stand_in(validation / "Isolet.mat", 1)  # found in the validation folder
+    stand_in(datasets / "COIL20.mat", 0)
+    stand_in(validation / "Isolet.mat", 1)  # found in the validation folder
     (local / "globals.yml").write_text(yaml.safe_dump({"datasets_dir": str(datasets),
                                                        "validation_dir": str(validation)}))
     (local / "parameters.yml").write_text(yaml.safe_dump(PARAMETERS))
-    # An absolute store path: mlflow caches stores by URI, so the relative
-    # sqlite:///mlflow.db of conf/base would reach an earlier test's file.
-    mlflow_conf = yaml.safe_load((PROJECT_ROOT / "conf" / "base" / "mlflow.yml").read_text())
-    mlflow_conf["server"]["mlflow_tracking_uri"] = f"sqlite:///{root / 'mlflow.db'}"
-    (local / "mlflow.yml").write_text(yaml.safe_dump(mlflow_conf))
     monkeypatch.chdir(root)
     bootstrap_project(root)
     yield root
     mlflow.set_tracking_uri(None)
-
-
-def run_session(root: Path, **kwargs) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            with KedroSession.create(project_path=root, runtime_params=kwargs.pop("runtime_params", None)) as session:
-                session.run(**kwargs)
-        finally:
-            # kedro-mlflow leaves its run on mlflow's in-process run stack.
-            while mlflow.active_run() is not None:
-                mlflow.end_run()
 
 
 def _settings() -> Settings:
