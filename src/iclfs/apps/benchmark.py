@@ -4,6 +4,7 @@
     python -m iclfs.apps.benchmark run --datasets COIL20 --seeds 42 --set consensus.members=1
     python -m iclfs.apps.benchmark run --datasets COIL20 --seeds 42 --baselines-only
     python -m iclfs.apps.benchmark report
+    python -m iclfs.apps.benchmark decide --candidates R=consensus.members=1 L1=consensus.members=3,...
 
 ``run`` computes every cell that is not there yet (``--force`` recomputes):
 ICLFS with the default settings, or those changed with ``--set`` (Kedro's
@@ -21,6 +22,11 @@ missing cells. It needs only the numeric stack and the source tree
 published ones under them), publishes them under ``docs/reports/benchmark/cells``
 and writes ``docs/reports/benchmark.md`` and its figures, as ``kedro run
 --pipeline benchmark_report`` does.
+
+``decide`` scores candidate settings by the rule of docs/consensus.md
+(:mod:`iclfs.evaluation.rule`) from their cells on the development datasets
+(the validation sets unless ``--datasets`` says otherwise) and names the
+winner; the first candidate is the reference the others are measured against.
 """
 
 from __future__ import annotations
@@ -207,6 +213,24 @@ def publish(cells: dict[str, pd.DataFrame], published: Path, command: str, data_
     return report
 
 
+def decide_text(candidates: Sequence[str], datasets: Sequence[str], seeds: Sequence[int],
+                cells: dict[str, pd.DataFrame]) -> str:
+    """The rule's points, totals and winner for ``NAME=SETTINGS`` candidates, as Markdown."""
+    from iclfs.evaluation.rule import decide, markdown, points
+
+    named: dict[str, str] = {}
+    for text in candidates:
+        name, sep, overrides = text.partition("=")
+        if not sep or not name:
+            raise ValueError(f"candidate {text!r} is not NAME=section.key=value,...")
+        if name in named:
+            raise ValueError(f"candidate name {name!r} is given twice")
+        named[name] = method_name(Settings().with_overrides(canonical(parse_overrides(overrides))))
+    table = points(gather(cells), named, next(iter(named)), datasets, seeds)
+    winner, totals = decide(table)
+    return markdown(table, totals, winner, named)
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m iclfs.apps.benchmark", description=__doc__.split("\n\n")[0])
@@ -227,8 +251,24 @@ def main(argv: list[str] | None = None) -> None:
     report.add_argument("--cells", nargs="+", default=[CELLS, f"{PUBLISHED}/cells"])
     report.add_argument("--published", default=PUBLISHED)
     report.add_argument("--data-dirs", nargs="+", default=list(DATA_DIRS))
+    decide = commands.add_parser("decide", help="score candidates by the rule of docs/consensus.md")
+    decide.add_argument("--candidates", nargs="+", required=True, metavar="NAME=SETTINGS",
+                        help="NAME=section.key=value,...; the first is the reference (one run)")
+    decide.add_argument("--datasets", nargs="+", default=list(VALIDATION_DATASETS))
+    decide.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44])
+    decide.add_argument("--cells", nargs="+", default=[CELLS, f"{PUBLISHED}/cells"])
+    decide.add_argument("--out", help="also write the Markdown to this file")
     args = parser.parse_args(argv)
 
+    if args.command == "decide":
+        try:
+            text = decide_text(args.candidates, args.datasets, args.seeds, read_cells(*args.cells))
+        except ValueError as err:
+            parser.error(str(err))
+        print(text, end="")
+        if args.out:
+            Path(args.out).write_text(text)
+        return
     if args.command == "report":
         path = publish(read_cells(*args.cells), Path(args.published), "python -m iclfs.apps.benchmark report",
                        args.data_dirs)

@@ -1,0 +1,110 @@
+"""The rule that picks the default among candidates: each point, the totals, the tie-break, missing cells."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from iclfs.apps.benchmark import decide_text, read_cells, write_cell
+from iclfs.evaluation.benchmark import RESULT_COLUMNS, cell_key, gather
+from iclfs.evaluation.rule import POINTS, IncompleteError, Rule, decide, markdown, points
+
+ONE, WIDE, NARROW = "ICLFS [fast]", "ICLFS [fast, consensus 3x50, 0.5 of samples]", "ICLFS [fast, consensus 6x25, 0.5 of samples]"
+CANDIDATES = {"R": ONE, "L1": WIDE, "L2": NARROW}
+
+
+def _cell(dataset, method, seed, acc, seconds=10.0, selected=None):
+    """One cell with one k (50): best-k accuracy ``acc`` (a fraction), its k = 50 selection."""
+    return pd.DataFrame({
+        "dataset": [dataset], "method": [method], "seed": [seed], "k": [50], "accuracy_mean": [acc],
+        "accuracy_std": [0.01], "nmi_mean": [0.5], "nmi_std": [0.01], "n_runs": [20], "seconds": [seconds],
+        "evaluation_seconds": [1.0], "device": ["cpu"], "schedule": ["fast"], "epochs": [100],
+        "run_at": ["2026-11-24T00:00:00Z"], "versions": ["iclfs=0.2.0"],
+        "selected": [selected if selected is not None else " ".join(map(str, range(50)))],
+    })[RESULT_COLUMNS]
+
+
+def _picks(start):
+    return " ".join(map(str, range(start, start + 50)))
+
+
+def _grid(spec, dataset="a", seeds=(42, 43, 44), baseline=0.50):
+    """Cells for ``{method: (accuracies per seed, seconds, selections per seed or None)}`` plus an LS baseline."""
+    cells = [_cell(dataset, "LS", s, baseline) for s in seeds]
+    for method, (accs, seconds, picks) in spec.items():
+        cells += [_cell(dataset, method, s, a, seconds, picks[i] if picks else None)
+                  for i, (s, a) in enumerate(zip(seeds, accs, strict=True))]
+    return cells
+
+
+def test_each_point_is_scored_against_the_reference_and_the_best_baseline():
+    results = gather({str(i): c for i, c in enumerate(_grid({
+        ONE: ((0.60, 0.70, 0.80), 100.0, [_picks(0), _picks(100), _picks(200)]),  # mean 70, std 8.16, J 0
+        WIDE: ((0.70, 0.72, 0.74), 150.0, None),      # mean 72 >= 70; std 1.63 <= 4.08; J 1; cost 1.5x
+        NARROW: ((0.40, 0.45, 0.47), 151.0, None),    # mean 44 < LS 50; cost just over 1.5x
+    }))})
+    table = points(results, CANDIDATES, "R", ["a"], [42, 43, 44]).set_index("candidate")
+    assert table.loc["R", list(POINTS)].tolist() == [1, 0, 0, 1, 1]
+    assert table.loc["L1", list(POINTS)].tolist() == [1, 1, 1, 1, 1]
+    assert table.loc["L2", list(POINTS)].tolist() == [0, 1, 1, 0, 0]
+    assert table.loc["L1", "total"] == 5 and table.loc["L2", "total"] == 2
+    assert table.loc["R", "jaccard"] == 0.0 and table.loc["L1", "jaccard"] == 1.0
+    assert table.loc["R", "mean"] == pytest.approx(70.0)
+    assert table.loc["R", "best_baseline"] == "LS 50.00"
+
+
+def test_the_most_points_over_the_datasets_win():
+    one = ((0.69, 0.70, 0.71), 10.0, None)  # std 0.82: a candidate without spread earns that point
+    cells = _grid({ONE: one, WIDE: ((0.6, 0.6, 0.6), 10.0, None), NARROW: ((0.5, 0.5, 0.5), 10.0, None)}, "a")
+    cells += _grid({ONE: one, WIDE: ((0.8, 0.8, 0.8), 10.0, None), NARROW: ((0.9, 0.9, 0.9), 100.0, None)}, "b")
+    table = points(gather({str(i): c for i, c in enumerate(cells)}), CANDIDATES, "R", ["a", "b"], [42, 43, 44])
+    winner, totals = decide(table)
+    # a: R 1+0+1+1+1, L1 0+1+1+1+1, L2 0+1+1+1+1 (50 is the baseline's 50); b: R 4, L1 5, L2 1+1+1+1+0 (cost)
+    assert totals["candidate"].tolist() == ["L1", "R", "L2"]  # R and L2 tie at 8 and 70.00: R is listed first
+    assert totals["points"].tolist() == [9, 8, 8]
+    assert winner == "L1"
+
+
+def test_a_tie_in_points_goes_to_the_higher_mean_accuracy():
+    table = pd.DataFrame({"dataset": ["a", "a", "b", "b"], "candidate": ["R", "L1", "R", "L1"],
+                          "mean": [60.0, 70.0, 60.0, 52.0], "total": [3, 3, 2, 2]})
+    winner, totals = decide(table)
+    assert winner == "L1" and totals["mean_accuracy"].tolist() == [61.0, 60.0]
+    winner, _ = decide(table.assign(mean=60.0))  # a tie in both: the candidate listed first
+    assert winner == "R"
+
+
+def test_a_candidate_without_every_seed_is_named():
+    cells = _grid({ONE: ((0.7, 0.7, 0.7), 10.0, None), WIDE: ((0.8, 0.8, 0.8), 10.0, None)})[:-1]
+    with pytest.raises(IncompleteError, match=r"a: 'ICLFS \[fast, consensus 3x50.*\(L1\) has cells at seeds \[42, 43\]"):
+        points(gather({str(i): c for i, c in enumerate(cells)}), {"R": ONE, "L1": WIDE}, "R", ["a"], [42, 43, 44])
+    with pytest.raises(ValueError, match="reference 'X'"):
+        points(gather({"0": cells[0]}), {"R": ONE}, "X", ["a"], [42])
+
+
+def test_the_thresholds_are_the_rules():
+    assert Rule() == Rule(spread_ratio=0.5, jaccard=0.6, cost_ratio=1.5, k=50)
+
+
+def test_decide_reads_cells_and_names_candidates_by_their_settings(tmp_path, capsys):
+    cells = _grid({ONE: ((0.7, 0.7, 0.7), 10.0, None), WIDE: ((0.8, 0.8, 0.8), 10.0, None)})
+    for cell in cells:
+        row = cell.iloc[0]
+        write_cell(tmp_path, cell_key(row["dataset"], row["method"], row["seed"]), cell)
+    text = decide_text(["R=consensus.members=1",
+                        "L1=consensus.members=3,consensus.member_epochs=50,consensus.subsample=0.5,"
+                        "consensus.laplacian_weight=0"], ["a"], [42, 43, 44], read_cells(tmp_path))
+    assert "| L1 | ICLFS [fast, consensus 3x50, 0.5 of samples] |" in text
+    assert "Winner by the rule: **L1**" in text
+    with pytest.raises(ValueError, match="not NAME="):
+        decide_text(["consensus.members"], ["a"], [42], {})
+    with pytest.raises(ValueError, match="given twice"):
+        decide_text(["R=consensus.members=1", "R=consensus.members=2"], ["a"], [42], {})
+
+
+def test_markdown_lists_every_point():
+    cells = _grid({ONE: ((0.7, 0.7, 0.7), 10.0, None)})
+    table = points(gather({str(i): c for i, c in enumerate(cells)}), {"R": ONE}, "R", ["a"], [42, 43, 44])
+    winner, totals = decide(table)
+    text = markdown(table, totals, winner, {"R": ONE})
+    assert "| a | R | 70.00 ± 0.00 | 1.00 | 10 | LS 50.00 | 1 | 1 | 1 | 1 | 1 | 5 |" in text
