@@ -11,7 +11,7 @@ import pytest
 import scipy.io
 
 from iclfs.apps import benchmark
-from iclfs.evaluation.benchmark import BASELINE_NAMES, RESULT_COLUMNS, cell_key, method_name
+from iclfs.evaluation.benchmark import BASELINE_NAMES, BENCHMARKED_CONSENSUS, RESULT_COLUMNS, cell_key, method_name
 from iclfs.io.tables import read_feature_table
 from iclfs.method import chain
 from iclfs.method.config import Settings
@@ -239,10 +239,11 @@ def test_report_publishes_the_cells_and_writes_the_headline(grid, tmp_path, caps
     report = published.parent / "benchmark.md"
     assert f"wrote {report}" in capsys.readouterr().out
     text = report.read_text()
-    spec_default = method_name(Settings())
-    assert "## The default selection against one run and the baselines" in text
-    assert f"| dataset | one run: {method_name(Settings().with_overrides('consensus.members=1,selection.k=50'))} " \
-           f"| default: {spec_default} | best baseline |" in text
+    one_run = method_name(Settings().with_overrides("consensus.members=1,selection.k=50"))
+    assert one_run == method_name(Settings())  # one run is the default, so the consensus is the benchmark's
+    assert "## One run, a consensus and the best baseline" in text
+    assert f"| dataset | one run: {one_run} (the default) " \
+           f"| consensus: {method_name(Settings().with_overrides(BENCHMARKED_CONSENSUS))} | best baseline |" in text
     row = next(line for line in text.splitlines() if line.startswith("| COIL20 | "))
     assert "(2)" in row  # the two outer seeds of this run
     assert "## Targets" in text and "## Every method" in text

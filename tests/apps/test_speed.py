@@ -211,20 +211,30 @@ def test_a_worker_reports_its_own_peak_memory_not_its_parents(tmp_path):
     assert result["rss_before_training_bytes"] <= result["peak_rss_bytes"]
 
 
-def test_the_cost_section_compares_the_default_with_one_run_on_a_file(tmp_path):
+def test_the_cost_section_compares_a_consensus_with_one_run_on_a_file(tmp_path):
     import scipy.io
 
     X = np.random.default_rng(0).normal(size=(12, 60))
     scipy.io.savemat(tmp_path / "toy.mat", {"X": X, "Y": np.arange(12) % 2})
     one = speed.selection_worker(str(tmp_path / "toy.mat"), "cpu",
                                  "consensus.members=1,training.epochs=2,selection.k=5,selection.k_values=[5]")
-    default = speed.selection_worker(str(tmp_path / "toy.mat"), "cpu",
-                                     "consensus.member_epochs=1,selection.k=5,selection.k_values=[5]")
+    settings = "consensus.members=8,consensus.member_epochs=1"
+    other = speed.selection_worker(str(tmp_path / "toy.mat"), "cpu", f"{settings},selection.k=5,selection.k_values=[5]")
     assert (one["d"], one["n"], one["members"], one["epochs"]) == (60, 12, 1, 2)
-    assert (default["members"], default["epochs"]) == (8, 8)
-    report = {**_report(), "cost": [{"name": "toy", "one_run": one, "default": default},
-                                    {"name": "bad", "one_run": {"error": ["boom"]}, "default": default}]}
-    section = speed.render(report).split("## The default selection against one run")[1]
-    ratio = default["seconds"] / one["seconds"]
-    assert f"| toy | 12 x 60 | {one['seconds']:.0f} | {default['seconds']:.0f} | {ratio:.2f} | 2 / 8 |" in section
-    assert "| bad | failed: ['boom'] |" in section
+    assert (other["members"], other["epochs"]) == (8, 8)
+    report = {**_report(), "cost": [
+        {"name": "toy", "consensus_settings": settings, "one_run": one, "consensus": other},
+        {"name": "bad", "consensus_settings": settings, "one_run": {"error": ["boom"]}, "consensus": other}]}
+    section = speed.render(report).split("## A consensus against one run")[1]
+    ratio = other["seconds"] / one["seconds"]
+    assert (f"| toy | 12 x 60 | `{settings}` | {one['seconds']:.0f} | {other['seconds']:.0f} | {ratio:.2f} | "
+            "2 / 8 |") in section
+    assert f"| bad | failed: ['boom'] | `{settings}` |" in section
+
+
+def test_the_default_consensus_of_the_cost_section_is_the_benchmarks():
+    from iclfs.evaluation.benchmark import BENCHMARKED_CONSENSUS, method_name
+    from iclfs.method.config import Settings
+
+    assert method_name(Settings().with_overrides(BENCHMARKED_CONSENSUS)) == \
+        "ICLFS [fast, consensus 8x10, 0.5 of samples, Laplacian weight 0.5]"

@@ -117,9 +117,10 @@ def test_settings_refuse_combinations_that_cannot_run(changes, message):
         Settings(**changes)
 
 
-def test_the_configuration_guide_lists_every_key_with_its_default():
+def test_the_configuration_guide_lists_every_key_with_its_default():  # keys and defaults alike
     guide = (CONF.parents[1] / "docs" / "guides" / "configuration.md").read_text()
     for name, section in SECTIONS.items():
         assert f"## `{name}`" in guide, name
-        for key in section().to_dict():
-            assert f"| `{key}` |" in guide, f"{name}.{key}"
+        for key, default in section().to_dict().items():
+            shown = "null" if default is None else str(default).lower() if isinstance(default, bool) else default
+            assert f"| `{key}` | `{shown}` |" in guide, f"{name}.{key}: the guide's default is not {shown!r}"

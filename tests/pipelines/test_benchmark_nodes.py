@@ -264,7 +264,7 @@ def test_build_compares_the_projects_settings_and_names_missing_files(tmp_path):
     report, figures = build(results, parameters, {"datasets": ["COIL20", "arcene", "nci9"]},
                             {"seeds": [42, 43], "datasets_dirs": [str(tmp_path), str(tmp_path / "validation")]})
     try:
-        assert f"default: {default} |" in report
+        assert f"The default selection is `{default}`" in report and f"one run: {default} (the default) |" in report
         assert "| COIL20 | " in report and "over the outer seeds 42, 43" in report
         assert f"- **nci9**: nci9.mat is in none of {tmp_path}, {tmp_path / 'validation'}" in report
         assert "- **arcene**: arcene.mat is in none of" in report  # its cells were published elsewhere

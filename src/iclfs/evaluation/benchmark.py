@@ -22,6 +22,11 @@ from iclfs.evaluation import baselines
 from iclfs.evaluation.protocol import kmeans_scores
 from iclfs.method.config import ConsensusConfig, Settings
 
+#: The consensus the benchmark judges against one run (round 1's pick, C2 of docs/consensus.md): the one
+#: consensus measured on every dataset. Written out in full, so it stays the same whatever the defaults are.
+BENCHMARKED_CONSENSUS = ("consensus.members=8,consensus.member_epochs=10,consensus.subsample=0.5,"
+                         "consensus.combine=mean_rank,consensus.laplacian_weight=0.5")
+
 #: Baseline keys (``benchmark.baselines``) and their names in every table, figure and metric.
 BASELINE_NAMES = {
     "laplacian_score": "LS",
