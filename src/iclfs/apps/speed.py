@@ -12,9 +12,9 @@ worker itself just before and just after its timed epochs (the higher of the
 two: on a shared machine that rate drifts). Every epoch is
 :meth:`iclfs.method.training.Trainer.step`, what training runs. A synthetic
 sweep over d and over n reports time and memory per ``fast`` epoch, and
-``--selection-sizes`` times the whole default selection (every consensus
-member, scoring, the Laplacian score, LGRC) on synthetic tables of those
-sizes: what a user waits for; ``--cost-datasets`` times one 100-epoch run
+``--selection-sizes`` times the whole default selection (training, every
+member for a consensus, scoring, the Laplacian score, LGRC) on synthetic
+tables of those sizes: what a user waits for; ``--cost-datasets`` times one 100-epoch run
 against a consensus (``--consensus``, by default the benchmark's) on real
 datasets, back to back. The report checks the targets of
 :data:`TARGETS` and ends with the hand-written analysis of ``--notes``.
@@ -377,7 +377,8 @@ def render(report: dict, notes: str = "") -> str:
     if report.get("selection"):
         lines += ["", "## The default selection, end to end", "",
                   "`iclfs.method.chain.run` with the default settings on a random table of d features x n samples: "
-                  "every consensus member, scoring, the Laplacian score and LGRC, in a fresh process.", "",
+                  "training (every member, for a consensus), scoring, the Laplacian score and LGRC, in a fresh "
+                  "process.", "",
                   "| d x n | members | epochs in all | wall s | training s | peak GiB | device | threads |",
                   "|---|---|---|---|---|---|---|---|"]
         for r in report["selection"]:
