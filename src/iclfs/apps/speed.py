@@ -14,10 +14,10 @@ two: on a shared machine that rate drifts). Every epoch is
 sweep over d and over n reports time and memory per ``fast`` epoch, and
 ``--selection-sizes`` times the whole default selection (training, every
 member for a consensus, scoring, the Laplacian score, LGRC) on synthetic
-tables of those sizes: what a user waits for; ``--cost-datasets`` times one 100-epoch run
-against a consensus (``--consensus``, by default the benchmark's) on real
-datasets, back to back. The report checks the targets of
-:data:`TARGETS` and ends with the hand-written analysis of ``--notes``.
+tables of those sizes: what a user waits for; ``--cost-datasets`` times one
+100-epoch run against a consensus (``--consensus``, by default the
+benchmark's) on real datasets, back to back. The report checks the targets
+of :data:`TARGETS` and ends with the hand-written analysis of ``--notes``.
 """
 
 from __future__ import annotations
