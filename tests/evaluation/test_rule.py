@@ -6,22 +6,13 @@ import pandas as pd
 import pytest
 
 from iclfs.apps.benchmark import decide_text, main, read_cells, write_cell
-from iclfs.evaluation.benchmark import RESULT_COLUMNS, cell_key, gather
+from iclfs.evaluation.benchmark import cell_key, gather
 from iclfs.evaluation.rule import POINTS, IncompleteError, Rule, decide, markdown, points
+from tests.evaluation.cells import cell
 
-ONE, WIDE, NARROW = "ICLFS [fast]", "ICLFS [fast, consensus 3x50, 0.5 of samples]", "ICLFS [fast, consensus 6x25, 0.5 of samples]"
+ONE = "ICLFS [fast]"
+WIDE, NARROW = "ICLFS [fast, consensus 3x50, 0.5 of samples]", "ICLFS [fast, consensus 6x25, 0.5 of samples]"
 CANDIDATES = {"R": ONE, "L1": WIDE, "L2": NARROW}
-
-
-def _cell(dataset, method, seed, acc, seconds=10.0, selected=None):
-    """One cell with one k (50): best-k accuracy ``acc`` (a fraction), its k = 50 selection."""
-    return pd.DataFrame({
-        "dataset": [dataset], "method": [method], "seed": [seed], "k": [50], "accuracy_mean": [acc],
-        "accuracy_std": [0.01], "nmi_mean": [0.5], "nmi_std": [0.01], "n_runs": [20], "seconds": [seconds],
-        "evaluation_seconds": [1.0], "device": ["cpu"], "schedule": ["fast"], "epochs": [100],
-        "run_at": ["2026-11-24T00:00:00Z"], "versions": ["iclfs=0.2.0"],
-        "selected": [selected if selected is not None else " ".join(map(str, range(50)))],
-    })[RESULT_COLUMNS]
 
 
 def _picks(start):
@@ -30,9 +21,10 @@ def _picks(start):
 
 def _grid(spec, dataset="a", seeds=(42, 43, 44), baseline=0.50):
     """Cells for ``{method: (accuracies per seed, seconds, selections per seed or None)}`` plus an LS baseline."""
-    cells = [_cell(dataset, "LS", s, baseline) for s in seeds]
+    cells = [cell("LS", s, [baseline], dataset=dataset, ks=(50,)) for s in seeds]
     for method, (accs, seconds, picks) in spec.items():
-        cells += [_cell(dataset, method, s, a, seconds, picks[i] if picks else None)
+        cells += [cell(method, s, [a], dataset=dataset, ks=(50,), seconds=seconds,
+                       selected=picks[i] if picks else None)
                   for i, (s, a) in enumerate(zip(seeds, accs, strict=True))]
     return cells
 
@@ -76,7 +68,8 @@ def test_a_tie_in_points_goes_to_the_higher_mean_accuracy():
 
 def test_a_candidate_without_every_seed_is_named():
     cells = _grid({ONE: ((0.7, 0.7, 0.7), 10.0, None), WIDE: ((0.8, 0.8, 0.8), 10.0, None)})[:-1]
-    with pytest.raises(IncompleteError, match=r"a: 'ICLFS \[fast, consensus 3x50.*\(L1\) has cells at seeds \[42, 43\]"):
+    missing = r"a: 'ICLFS \[fast, consensus 3x50.*\(L1\) has cells at seeds \[42, 43\]"
+    with pytest.raises(IncompleteError, match=missing):
         points(gather({str(i): c for i, c in enumerate(cells)}), {"R": ONE, "L1": WIDE}, "R", ["a"], [42, 43, 44])
     with pytest.raises(ValueError, match="reference 'X'"):
         points(gather({"0": cells[0]}), {"R": ONE}, "X", ["a"], [42])
@@ -88,9 +81,9 @@ def test_the_thresholds_are_the_rules():
 
 def test_decide_reads_cells_and_names_candidates_by_their_settings(tmp_path, capsys):
     cells = _grid({ONE: ((0.7, 0.7, 0.7), 10.0, None), WIDE: ((0.8, 0.8, 0.8), 10.0, None)})
-    for cell in cells:
-        row = cell.iloc[0]
-        write_cell(tmp_path, cell_key(row["dataset"], row["method"], row["seed"]), cell)
+    for table in cells:
+        row = table.iloc[0]
+        write_cell(tmp_path, cell_key(row["dataset"], row["method"], row["seed"]), table)
     text = decide_text(["R=consensus.members=1",
                         "L1=consensus.members=3,consensus.member_epochs=50,consensus.subsample=0.5,"
                         "consensus.laplacian_weight=0"], ["a"], [42, 43, 44], read_cells(tmp_path))
@@ -111,9 +104,9 @@ def test_markdown_lists_every_point():
 
 
 def test_decide_writes_a_page_that_names_its_command(tmp_path, capsys):
-    for cell in _grid({ONE: ((0.7, 0.7, 0.7), 10.0, None)}):
-        row = cell.iloc[0]
-        write_cell(tmp_path / "cells", cell_key(row["dataset"], row["method"], row["seed"]), cell)
+    for table in _grid({ONE: ((0.7, 0.7, 0.7), 10.0, None)}):
+        row = table.iloc[0]
+        write_cell(tmp_path / "cells", cell_key(row["dataset"], row["method"], row["seed"]), table)
     argv = ["decide", "--cells", str(tmp_path / "cells"), "--datasets", "a", "--candidates", "R=consensus.members=1",
             "--out", str(tmp_path / "points.md")]
     main(argv)

@@ -225,7 +225,7 @@ def decide_text(candidates: Sequence[str], datasets: Sequence[str], seeds: Seque
             raise ValueError(f"candidate {text!r} is not NAME=section.key=value,...")
         if name in named:
             raise ValueError(f"candidate name {name!r} is given twice")
-        named[name] = method_name(Settings().with_overrides(canonical(parse_overrides(overrides))))
+        named[name] = method_name(Settings().with_overrides(overrides))
     table = points(gather(cells), named, next(iter(named)), datasets, seeds)
     winner, totals = decide(table)
     return markdown(table, totals, winner, named)

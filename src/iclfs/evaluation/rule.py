@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from iclfs.evaluation.report import best_baseline, summarize
@@ -116,9 +115,8 @@ def decide(table: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     totals = (table.groupby("candidate", sort=False)
               .agg(points=("total", "sum"), mean_accuracy=("mean", "mean"))
               .reindex(order).reset_index())
-    totals["position"] = np.arange(len(totals))
-    totals = totals.sort_values(["points", "mean_accuracy", "position"], ascending=[False, False, True],
-                                kind="stable").drop(columns="position").reset_index(drop=True)
+    # a stable sort keeps the listed order among candidates tied in both
+    totals = totals.sort_values(["points", "mean_accuracy"], ascending=False, kind="stable").reset_index(drop=True)
     return str(totals["candidate"].iloc[0]), totals
 
 
