@@ -19,6 +19,7 @@ from iclfs.evaluation.benchmark import (
     split_cells,
 )
 from iclfs.method.config import Settings
+from tests.evaluation.cells import cell
 
 # The paper's ICLFS: one run, the literal loop; every name below is relative to it.
 # The paper's single run; a consensus below starts from no Laplacian fusion, so each tag is what the case sets.
@@ -168,12 +169,7 @@ def test_an_unknown_baseline_is_named(three_clusters):
 
 
 def _cell(method, seed, accs, dataset="COIL20", ks=(50, 100)):
-    return pd.DataFrame({
-        "dataset": dataset, "method": method, "seed": seed, "k": list(ks), "accuracy_mean": accs,
-        "accuracy_std": 0.01, "nmi_mean": 0.5, "nmi_std": 0.01, "n_runs": 20, "seconds": 10.0,
-        "evaluation_seconds": 1.0, "device": "cpu", "schedule": "fast", "epochs": 100,
-        "run_at": "2026-11-22T00:00:00Z", "versions": "iclfs=0.2.0", "selected": ["1 2", "1 2 3"],
-    })[RESULT_COLUMNS]
+    return cell(method, seed, accs, dataset=dataset, ks=ks, selected=["1 2", "1 2 3"])
 
 
 def test_gather_orders_every_cell_and_split_cells_undoes_it():

@@ -102,7 +102,6 @@ def test_summary_is_the_best_k_accuracy_per_seed_and_the_jaccard_between_seeds()
 
 def test_pooled_selections_have_no_jaccard():
     results = _results(_cell("random", 42, [0.5, 0.5], selected=""), _cell("random", 43, [0.5, 0.5], selected=""))
-    results.loc[results["k"] == 50, "selected"] = ""
     assert summarize(results, "COIL20", "random", [42, 43], k=50).jaccard is None
 
 

@@ -17,6 +17,7 @@ from iclfs.pipelines.benchmark import create_baselines_pipeline, create_pipeline
 from iclfs.pipelines.benchmark.nodes import benchmark_metrics, evaluate_baselines, evaluate_iclfs
 from iclfs.pipelines.benchmark_report import create_pipeline as create_report_pipeline
 from iclfs.pipelines.benchmark_report.nodes import build, collect_cells
+from tests.evaluation.cells import cell
 
 DATASETS = ("COIL20", "warpPIE10P")
 
@@ -232,12 +233,7 @@ def test_benchmark_metrics_log_every_methods_accuracy_per_k():
 
 
 def _cell(method, seed, accs, dataset="COIL20", ks=(5, 10)):
-    return pd.DataFrame({
-        "dataset": dataset, "method": method, "seed": seed, "k": list(ks), "accuracy_mean": accs,
-        "accuracy_std": 0.01, "nmi_mean": 0.5, "nmi_std": 0.01, "n_runs": 3, "seconds": 10.0,
-        "evaluation_seconds": 1.0, "device": "cpu", "schedule": "fast", "epochs": 2,
-        "run_at": "2026-11-22T00:00:00Z", "versions": "iclfs=0.2.0", "selected": ["1 2 3 4 5", ""],
-    })[RESULT_COLUMNS]
+    return cell(method, seed, accs, dataset=dataset, ks=ks, selected=["1 2 3 4 5", ""], n_runs=3, epochs=2)
 
 
 def test_collect_cells_lets_a_working_cell_replace_its_published_twin():
