@@ -184,20 +184,40 @@ def test_command_refuses_a_cpu_precision_before_measuring(tmp_path, capsys):
     assert not (tmp_path / "p.md").exists()
 
 
-def test_output_defaults_to_the_reports_folder(monkeypatch):
-    """Stop right after parsing: the defaults, without measuring anything."""
-    parsed = []
-    parse = speed.argparse.ArgumentParser.parse_args
+def test_output_defaults_to_the_reports_folder():
+    _, args = speed.parse_arguments([])
+    assert args.output == "docs/reports/performance.md" and not args.add
+    assert args.selection_sizes == list(speed.SELECTION_SIZES) and args.datasets == list(speed.DEFAULT_DATASETS)
+    assert args.sweep_d == list(speed.SWEEP_D) and args.sweep_n == list(speed.SWEEP_N)
 
-    def parse_then_stop(self, args=None, namespace=None):
-        parsed.append(parse(self, args, namespace))
-        raise SystemExit(0)
 
-    monkeypatch.setattr(speed.argparse.ArgumentParser, "parse_args", parse_then_stop)
+def test_add_measures_only_what_it_names_and_needs_a_report(tmp_path, capsys):
+    output = tmp_path / "performance.md"
     with pytest.raises(SystemExit):
-        speed.main([])
-    assert parsed[0].output == "docs/reports/performance.md"
-    assert parsed[0].selection_sizes == list(speed.SELECTION_SIZES)
+        speed.parse_arguments(["--add", "--selection-sizes", "60x12", "--output", str(output)])
+    assert f"--add adds rows to {tmp_path / 'performance.json'}, which does not exist" in capsys.readouterr().err
+    output.with_suffix(".json").write_text("{}")
+    _, args = speed.parse_arguments(["--add", "--selection-sizes", "60x12", "--output", str(output)])
+    assert (args.datasets, args.sweep_d, args.sweep_n, args.selection_sizes) == ([], [], [], ["60x12"])
+
+
+def test_added_rows_replace_their_namesakes_and_keep_the_rest(tmp_path):
+    output = tmp_path / "performance.md"
+    speed.main(["--datasets", "--sweep-d", "--sweep-n", "--selection-sizes", "60x12", "70x12",
+                "--output", str(output), "--notes", str(tmp_path / "absent.md")])
+    first = json.loads(output.with_suffix(".json").read_text())
+    speed.main(["--add", "--selection-sizes", "70x12", "--output", str(output),
+                "--notes", str(tmp_path / "absent.md")])
+    report = json.loads(output.with_suffix(".json").read_text())
+    assert [r["shape"] for r in report["selection"]] == ["60x12", "70x12"]
+    assert report["selection"][0] == first["selection"][0] and report["selection"][1] != first["selection"][1]
+    assert report["sweep_d"] == first["sweep_d"] and report["environment"]["command"] == first["environment"]["command"]
+    [added] = report["environment"]["added"]
+    assert added["command"].endswith("--add --selection-sizes 70x12 --output " + str(output) +
+                                     " --notes " + str(tmp_path / "absent.md"))
+    text = output.read_text()
+    assert f"Rows added {added['date']}" in text and added["command"] in text
+    assert "| 70 x 12 | " in text.split("## The default selection, end to end")[1]
 
 
 def test_a_worker_reports_its_own_peak_memory_not_its_parents(tmp_path):

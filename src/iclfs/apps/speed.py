@@ -18,6 +18,12 @@ tables of those sizes: what a user waits for; ``--cost-datasets`` times one
 100-epoch run against a consensus (``--consensus``, by default the
 benchmark's) on real datasets, back to back. The report checks the targets
 of :data:`TARGETS` and ends with the hand-written analysis of ``--notes``.
+
+``--add`` measures only what its command line names and adds those rows to
+the report already at ``--output`` (a row of the same dataset or size is
+replaced), so one long measurement need not repeat the others:
+
+    python -m iclfs.apps.speed --add --selection-sizes 20000x200
 """
 
 from __future__ import annotations
@@ -56,6 +62,8 @@ DEFAULT_DATASETS = ("Prostate_GE", "COIL20", "arcene", "BASEHOCK")
 SWEEP_D = (1000, 5000, 10000, 20000, 50000)
 SWEEP_N = (100, 500, 1000, 2000)
 SELECTION_SIZES = ("2000x200", "20000x200")
+# Each section's rows and what names a row: a row measured with --add replaces the one it names.
+ROW_KEYS = {"datasets": "name", "sweep_d": "source", "sweep_n": "source", "cost": "name", "selection": "shape"}
 
 
 @dataclass(frozen=True)
@@ -320,6 +328,11 @@ def render(report: dict, notes: str = "") -> str:
         env["command"],
         "```",
         "",
+    ]
+    for added in env.get("added", []):
+        lines += [f"Rows added {added['date']} (matmul rate {added['matmul_gflops']:.1f} GFLOP/s), replacing any "
+                  "of the same dataset or size:", "", "```bash", added["command"], "```", ""]
+    lines += [
         "Per-epoch time is the median of the measured epochs after one warm-up epoch; peak memory is the",
         f"whole process's {'peak RSS' if env['device'] == 'cpu' else 'max allocated CUDA memory'} "
         "(each schedule runs in its own process);",
@@ -410,6 +423,58 @@ def render(report: dict, notes: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+def add_rows(report: dict, added: dict) -> dict:
+    """``report`` with the rows of ``added`` (a report of the same shape): a row of the same key is replaced.
+
+    ``added``'s environment is recorded under ``environment["added"]``; the
+    rest of ``report``, and its rows that ``added`` does not name, stay as they are.
+    """
+    merged = {**report, "environment": {**report["environment"]}}
+    for section, key in ROW_KEYS.items():
+        new = added.get(section) or []
+        named = {row.get(key) for row in new}
+        merged[section] = [row for row in report.get(section, []) if row.get(key) not in named] + new
+    env = added["environment"]
+    merged["environment"]["added"] = [*report["environment"].get("added", []),
+                                      {k: env[k] for k in ("date", "command", "matmul_gflops")}]
+    return merged
+
+
+def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The command line, with each list that is not given filled: its default, or nothing with ``--add``."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", nargs="*", default=None, help=f"default: {' '.join(DEFAULT_DATASETS)}")
+    parser.add_argument("--datasets-dir", default="../shared/datasets")
+    parser.add_argument("--epochs", type=int, default=3, help="measured epochs per schedule (after 1 warm-up)")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--precision", default="auto", help="training.precision of both schedules (auto: each "
+                        "schedule's default; fp32 on CPU, tf32 for fast on CUDA)")
+    parser.add_argument("--sweep-d", type=int, nargs="*", default=None, help=f"default: {' '.join(map(str, SWEEP_D))}")
+    parser.add_argument("--sweep-n", type=int, nargs="*", default=None, help=f"default: {' '.join(map(str, SWEEP_N))}")
+    parser.add_argument("--sweep-epochs", type=int, default=1)
+    parser.add_argument("--selection-sizes", nargs="*", default=None,
+                        help=f"DxN tables the whole default selection is timed on (default: {' '.join(SELECTION_SIZES)})")
+    parser.add_argument("--cost-datasets", nargs="*", default=[],
+                        help="datasets (in --datasets-dir) on which one 100-epoch run and the consensus are timed "
+                             "back to back, each in its own process")
+    parser.add_argument("--consensus", default=BENCHMARKED_CONSENSUS,
+                        help="the consensus --cost-datasets times (section.key=value,...)")
+    parser.add_argument("--output", default="docs/reports/performance.md")
+    parser.add_argument("--notes", default="docs/guides/performance.md",
+                        help="hand-written analysis appended to the report, if the file exists")
+    parser.add_argument("--add", action="store_true",
+                        help="measure only what this command names and add the rows to the report at --output")
+    args = parser.parse_args(argv)
+    for name, default in (("datasets", DEFAULT_DATASETS), ("sweep_d", SWEEP_D), ("sweep_n", SWEEP_N),
+                          ("selection_sizes", SELECTION_SIZES)):
+        if getattr(args, name) is None:
+            setattr(args, name, [] if args.add else list(default))
+    report = Path(args.output).with_suffix(".json")
+    if args.add and not report.is_file():
+        parser.error(f"--add adds rows to {report}, which does not exist; run without --add first")
+    return parser, args
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--worker":
@@ -419,27 +484,7 @@ def main(argv: list[str] | None = None) -> None:
     if argv and argv[0] == "--selection-worker":
         print(json.dumps(selection_worker(argv[1], argv[2], argv[3] if len(argv) > 3 else "")))
         return
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--datasets", nargs="*", default=list(DEFAULT_DATASETS))
-    parser.add_argument("--datasets-dir", default="../shared/datasets")
-    parser.add_argument("--epochs", type=int, default=3, help="measured epochs per schedule (after 1 warm-up)")
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--precision", default="auto", help="training.precision of both schedules (auto: each "
-                        "schedule's default; fp32 on CPU, tf32 for fast on CUDA)")
-    parser.add_argument("--sweep-d", type=int, nargs="*", default=list(SWEEP_D))
-    parser.add_argument("--sweep-n", type=int, nargs="*", default=list(SWEEP_N))
-    parser.add_argument("--sweep-epochs", type=int, default=1)
-    parser.add_argument("--selection-sizes", nargs="*", default=list(SELECTION_SIZES),
-                        help="DxN tables the whole default selection is timed on")
-    parser.add_argument("--cost-datasets", nargs="*", default=[],
-                        help="datasets (in --datasets-dir) on which one 100-epoch run and the consensus are timed "
-                             "back to back, each in its own process")
-    parser.add_argument("--consensus", default=BENCHMARKED_CONSENSUS,
-                        help="the consensus --cost-datasets times (section.key=value,...)")
-    parser.add_argument("--output", default="docs/reports/performance.md")
-    parser.add_argument("--notes", default="docs/guides/performance.md",
-                        help="hand-written analysis appended to the report, if the file exists")
-    args = parser.parse_args(argv)
+    parser, args = parse_arguments(argv)
     notes = Path(args.notes).read_text() if args.notes and Path(args.notes).is_file() else ""
     output = Path(args.output)
     try:
@@ -492,6 +537,8 @@ def main(argv: list[str] | None = None) -> None:
         result = run_selection_worker(shape, args.device)
         print(json.dumps(result), flush=True)
         report["selection"].append(result)
+    if args.add:
+        report = add_rows(json.loads(output.with_suffix(".json").read_text()), report)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.with_suffix(".json").write_text(json.dumps(report, indent=2))
     output.write_text(render(report, notes))
