@@ -1,0 +1,60 @@
+"""Does one run get steadier if its ranking averages its own late epochs? (an exploration, not a decision)
+
+    python docs/reports/consensus_study/explore_snapshots.py ../shared/validation/lung_small.mat
+
+Trains one 100-epoch ``fast`` run at each of the seeds 0, 1, 2 (not the
+decision seeds 42-44), scores every feature after each epoch from 51 on, and
+compares the final epoch's ranking with the mean rank over the last 10, 25
+and 50 epochs: best-k accuracy (method.md §8, LGRC at every k) over the seeds
+and the Jaccard index of the k = 50 selections between the seeds. Scoring in
+eval mode draws nothing and updates nothing, so the run's training is that of
+a plain run and its final ranking is the plain run's.
+"""
+
+import itertools
+import sys
+
+import numpy as np
+
+from iclfs.evaluation.protocol import best_k, evaluate_selections
+from iclfs.io.tables import read_feature_table
+from iclfs.method.config import LaplacianConfig, SelectionConfig
+from iclfs.method.consensus import jaccard, rank_score
+from iclfs.method.laplacian import laplacian_scores
+from iclfs.method.lgrc import select_features
+from iclfs.method.preprocessing import invert, prepare
+from iclfs.method.scores import feature_scores, rank_features
+from iclfs.method.training import Trainer, embed
+
+SEEDS = (0, 1, 2)
+VARIANTS = {"final epoch": (100, 101), "last 10": (91, 101), "last 25": (76, 101), "last 50": (51, 101)}
+
+table = read_feature_table(sys.argv[1])
+X = prepare(table).standardized
+A = invert(X)
+codes = np.unique(np.asarray(table.y), return_inverse=True)[1]
+laplacian = laplacian_scores(X, n_neighbors=LaplacianConfig().n_neighbors)
+grid = [k for k in SelectionConfig().k_values if k < X.shape[1]]
+snapshots = {}
+for seed in SEEDS:
+    trainer = Trainer(A, seed=seed)
+    snapshots[seed] = {}
+    for epoch in range(1, 101):
+        trainer.step()
+        if epoch > 50:
+            snapshots[seed][epoch] = feature_scores(*embed(trainer.model, trainer.anchor))["z_norm"]
+print("| ranking | best-k accuracy (mean ± std over seeds 0-2) | Jaccard@50 between seeds |")
+print("|---|---|---|")
+for name, (first, stop) in VARIANTS.items():
+    accuracies, selections = [], []
+    for seed in SEEDS:
+        ranking = rank_features(rank_score(np.array([snapshots[seed][e] for e in range(first, stop)])))
+        picks = {k: select_features(ranking, laplacian, k) for k in grid}
+        selections.append(picks[50])
+        accuracies.append(100 * best_k(evaluate_selections(X, codes, picks))["accuracy_mean"])
+    agreement = np.mean([jaccard(a, b) for a, b in itertools.combinations(selections, 2)])
+    print(f"| {name} | {np.mean(accuracies):.2f} ± {np.std(accuracies):.2f} | {agreement:.3f} |")
+last = snapshots[SEEDS[0]]
+print("\nSeed 0, Jaccard@50 of the ranking after epoch e with the final one:",
+      ", ".join(f"e = {e}: {jaccard(rank_features(last[e])[:50], rank_features(last[100])[:50]):.2f}"
+                for e in (51, 75, 90, 95, 99)))
