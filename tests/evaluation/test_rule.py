@@ -15,6 +15,13 @@ WIDE, NARROW = "ICLFS [fast, consensus 3x50, 0.5 of samples]", "ICLFS [fast, con
 CANDIDATES = {"R": ONE, "L1": WIDE, "L2": NARROW}
 
 
+def _write(folder, cells):
+    """Each cell to its file under ``folder``, as `benchmark run` writes it."""
+    for table in cells:
+        row = table.iloc[0]
+        write_cell(folder, cell_key(row["dataset"], row["method"], row["seed"]), table)
+
+
 def _picks(start):
     return " ".join(map(str, range(start, start + 50)))
 
@@ -81,9 +88,7 @@ def test_the_thresholds_are_the_rules():
 
 def test_decide_reads_cells_and_names_candidates_by_their_settings(tmp_path, capsys):
     cells = _grid({ONE: ((0.7, 0.7, 0.7), 10.0, None), WIDE: ((0.8, 0.8, 0.8), 10.0, None)})
-    for table in cells:
-        row = table.iloc[0]
-        write_cell(tmp_path, cell_key(row["dataset"], row["method"], row["seed"]), table)
+    _write(tmp_path, cells)
     text = decide_text(["R=consensus.members=1",
                         "L1=consensus.members=3,consensus.member_epochs=50,consensus.subsample=0.5,"
                         "consensus.laplacian_weight=0"], ["a"], [42, 43, 44], read_cells(tmp_path))
@@ -104,9 +109,7 @@ def test_markdown_lists_every_point():
 
 
 def test_decide_writes_a_page_that_names_its_command(tmp_path, capsys):
-    for table in _grid({ONE: ((0.7, 0.7, 0.7), 10.0, None)}):
-        row = table.iloc[0]
-        write_cell(tmp_path / "cells", cell_key(row["dataset"], row["method"], row["seed"]), table)
+    _write(tmp_path / "cells", _grid({ONE: ((0.7, 0.7, 0.7), 10.0, None)}))
     argv = ["decide", "--cells", str(tmp_path / "cells"), "--datasets", "a", "--candidates", "R=consensus.members=1",
             "--out", str(tmp_path / "points.md")]
     main(argv)

@@ -11,7 +11,6 @@ eval mode draws nothing and updates nothing, so the run's training is that of
 a plain run and its final ranking is the plain run's.
 """
 
-import itertools
 import sys
 
 import numpy as np
@@ -19,7 +18,7 @@ import numpy as np
 from iclfs.evaluation.protocol import best_k, evaluate_selections
 from iclfs.io.tables import read_feature_table
 from iclfs.method.config import LaplacianConfig, SelectionConfig
-from iclfs.method.consensus import jaccard, rank_score
+from iclfs.method.consensus import jaccard, mean_pairwise_jaccard, rank_score
 from iclfs.method.laplacian import laplacian_scores
 from iclfs.method.lgrc import select_features
 from iclfs.method.preprocessing import invert, prepare
@@ -52,7 +51,7 @@ for name, (first, stop) in VARIANTS.items():
         picks = {k: select_features(ranking, laplacian, k) for k in grid}
         selections.append(picks[50])
         accuracies.append(100 * best_k(evaluate_selections(X, codes, picks))["accuracy_mean"])
-    agreement = np.mean([jaccard(a, b) for a, b in itertools.combinations(selections, 2)])
+    agreement = mean_pairwise_jaccard(selections)
     print(f"| {name} | {np.mean(accuracies):.2f} ± {np.std(accuracies):.2f} | {agreement:.3f} |")
 last = snapshots[SEEDS[0]]
 print("\nSeed 0, Jaccard@50 of the ranking after epoch e with the final one:",
