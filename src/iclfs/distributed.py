@@ -48,7 +48,7 @@ def train_members_on(client: Any, A: np.ndarray, training: TrainingConfig, views
         and its wall time on its worker.
     """
     member_training, epochs = member_settings(A.shape[1], training, consensus)
-    plans = plan_members(A.shape[1], consensus, seed)
+    plans = plan_members(A.shape[1], consensus, seed, A.shape[0])
     quiet = runtime.replace(progress=False)
     token = uuid.uuid4().hex[:12]
     shared = client.scatter(np.ascontiguousarray(A), hash=False)

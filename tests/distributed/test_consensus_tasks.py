@@ -36,10 +36,10 @@ def _same(on_cluster, in_turn):
     for mine, theirs in zip(on_cluster, in_turn, strict=True):
         assert mine.plan.seed == theirs.plan.seed
         np.testing.assert_array_equal(mine.plan.samples, theirs.plan.samples)
-        assert len(mine.result.history) == 2
+        assert len(mine.results[0].history) == 2
         for name in SCORE_NAMES:
             assert np.array_equal(mine.scores[name], theirs.scores[name]), (mine.plan.index, name)
-        assert [row["loss"] for row in mine.result.history] == [row["loss"] for row in theirs.result.history]
+        assert [row["loss"] for row in mine.results[0].history] == [row["loss"] for row in theirs.results[0].history]
 
 
 def test_members_as_tasks_on_two_workers_score_like_sequential_training(inverted, dask_cluster):
@@ -51,7 +51,7 @@ def test_members_as_tasks_on_two_workers_score_like_sequential_training(inverted
         # one task per member, on both workers (the three ran; the cluster has two single-thread workers)
         assert len(client.scheduler_info()["workers"]) == 2
     _same(on_cluster, in_turn)
-    assert all(m.result.threads == 1 for m in on_cluster)
+    assert all(m.results[0].threads == 1 for m in on_cluster)
 
 
 def test_a_node_on_a_worker_sends_its_members_to_the_cluster(inverted, dask_cluster):

@@ -122,7 +122,7 @@ def test_members_differ_and_the_same_seed_gives_the_same_consensus(A):
     again = train_members(A, TrainingConfig(), ViewConfig(), QUIET, SMALL, seed=5)
     other = train_members(A, TrainingConfig(), ViewConfig(), QUIET, SMALL, seed=6)
     scores = np.array([m.scores["z_norm"] for m in first])
-    assert len(first) == 3 and all(len(m.result.history) == 2 for m in first)
+    assert len(first) == 3 and all(len(m.results[0].history) == 2 for m in first)
     rankings = member_rankings(scores)
     assert not np.array_equal(rankings[0], rankings[1]) and not np.array_equal(rankings[1], rankings[2])
     np.testing.assert_array_equal(scores, np.array([m.scores["z_norm"] for m in again]))

@@ -53,7 +53,7 @@ from iclfs.evaluation.paper import PAPER_DATASETS, VALIDATION_DATASETS
 from iclfs.io.tables import read_feature_table
 from iclfs.method import chain
 from iclfs.method.config import Settings, canonical, parse_overrides
-from iclfs.method.consensus import total_seconds
+from iclfs.method.consensus import total_epochs, total_seconds
 from iclfs.method.laplacian import laplacian_scores
 
 DATASETS = PAPER_DATASETS + VALIDATION_DATASETS
@@ -122,10 +122,10 @@ def run_job(job: Job, cells: str) -> list[str]:
     n_runs = settings.evaluation.n_runs
     if job.iclfs:
         method = method_name(settings)
-        epochs = sum(len(m.result.history) for m in result.members)
+        epochs = total_epochs(result.members)
         cell = evaluate_cell(X, codes, result.selections, dataset=job.dataset, method=method, seed=job.seed,
                              n_runs=n_runs, seconds=total_seconds(result.members),
-                             device=result.members[0].result.device,
+                             device=result.members[0].results[0].device,
                              schedule=settings.training.schedule, epochs=epochs)
         written.append(str(write_cell(Path(cells), cell_key(job.dataset, method, job.seed), cell)))
     if job.baselines:

@@ -367,8 +367,9 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         support = np.zeros(n_features, dtype=bool)
         support[self.selected_features_] = True
         self.support_ = support
-        self.models_ = [m.result.model.eval() for m in result.members]
-        self.training_history_ = [{"member": m.plan.index, **row} for m in result.members for row in m.result.history]
+        self.models_ = [r.model.eval() for m in result.members for r in m.results]
+        self.training_history_ = [{"member": m.plan.index, "block": b, **row} for m in result.members
+                                  for b, r in enumerate(m.results) for row in r.history]
         return self
 
     def _get_support_mask(self):

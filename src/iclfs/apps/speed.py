@@ -46,6 +46,7 @@ import torch
 from iclfs.evaluation.benchmark import BENCHMARKED_CONSENSUS
 from iclfs.io.tables import read_feature_table
 from iclfs.method import chain
+from iclfs.method.consensus import total_epochs
 from iclfs.method.config import RuntimeConfig, Settings, TrainingConfig, ViewConfig
 from iclfs.method.model import FeatureAttention
 from iclfs.method.preprocessing import FeatureTable, invert, prepare
@@ -258,8 +259,8 @@ def selection_worker(source: str, device_name: str, overrides: str = "") -> dict
     d, n = result.prepared.standardized.shape[1], result.prepared.standardized.shape[0]
     return {"shape": source, "source": source, "overrides": overrides, "d": d, "n": n, "seconds": seconds,
             "training_seconds": sum(m.seconds for m in result.members), "members": len(result.members),
-            "epochs": sum(len(m.result.history) for m in result.members), "device": result.members[0].result.device,
-            "threads": result.members[0].result.threads, "peak_rss_bytes": peak_rss_bytes()}
+            "epochs": total_epochs(result.members), "device": result.members[0].results[0].device,
+            "threads": result.members[0].results[0].threads, "peak_rss_bytes": peak_rss_bytes()}
 
 
 def run_worker(source: str, schedule: str, epochs: int, device: str, count_flops: bool,

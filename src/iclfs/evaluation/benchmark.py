@@ -54,7 +54,7 @@ def method_name(settings: Settings) -> str:
     samples, the combining rule and the Laplacian weight when not the
     default), the published code's random draws, bf16 arithmetic:
     ``ICLFS [fast]``, ``ICLFS [fast, consensus 8x20, 0.5 of samples]``,
-    ``ICLFS [published stream]``.
+    ``ICLFS [fast, consensus 4x100, 8 feature blocks]``, ``ICLFS [published stream]``.
     """
     off = (not settings.selection.use_lgrc, not settings.training.use_decorrelation,
            not settings.training.use_attention, settings.views.positives == "random")
@@ -73,6 +73,8 @@ def method_name(settings: Settings) -> str:
         if consensus.laplacian_weight > 0:
             tag += f", Laplacian weight {consensus.laplacian_weight:g}"
         tags.append(tag)
+    if consensus.feature_blocks > 1:
+        tags.append(f"{consensus.feature_blocks} feature blocks")
     if settings.runtime.precision == "bf16":
         tags.append("bf16")
     if settings.views.stream == "published":

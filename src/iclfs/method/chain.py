@@ -48,6 +48,9 @@ from .scores import rank_features
 LOGGER = logging.getLogger(__name__)
 
 
+MIN_BLOCK_FEATURES = 8  # a feature block's network contrasts each feature with the block's others
+
+
 def k_values_for(selection: SelectionConfig, n_features: int) -> list[int]:
     """The k grid a table of ``n_features`` columns gets: ``selection.k_values`` up to d, ascending."""
     return sorted(k for k in selection.k_values if k <= n_features)
@@ -87,6 +90,12 @@ def check_for_data(settings: Settings, n_samples: int, n_features: int, source: 
     if dropped:
         LOGGER.warning("%s: %d features, so k = %s of selection.k_values are left out", source, n_features,
                        ", ".join(map(str, dropped)))
+    blocks = settings.consensus.feature_blocks
+    if n_features < MIN_BLOCK_FEATURES * blocks:
+        raise DataValidationError(
+            f"{source}: {n_features} feature(s) cannot be dealt into consensus.feature_blocks = {blocks} blocks of "
+            f"at least {MIN_BLOCK_FEATURES}. Lower consensus.feature_blocks to at most "
+            f"{max(1, n_features // MIN_BLOCK_FEATURES)}.")
     if settings.laplacian.n_neighbors >= n_samples:
         raise ParameterError(f"parameter laplacian.n_neighbors = {settings.laplacian.n_neighbors} is invalid: "
                              f"expected fewer than the {n_samples} samples")
@@ -96,10 +105,11 @@ def check_for_data(settings: Settings, n_samples: int, n_features: int, source: 
         n_member = member_samples(n_samples, settings.consensus)
         device = resolve_device(settings.runtime.device)
         regime = select_regime(n_member, training.regime, training.regime_threshold)
+        n_network = -(-n_features // blocks)  # the largest block
         estimate = estimate_training_memory(
-            n_features, n_member, regime, training.schedule, attention_kernel_for(training.schedule, n_member, device),
-            training.use_attention, None if training.schedule == "paper" else loss_block_rows(n_features, device))
-        check_memory(estimate, device, n_features, n_member, regime, training.schedule)
+            n_network, n_member, regime, training.schedule, attention_kernel_for(training.schedule, n_member, device),
+            training.use_attention, None if training.schedule == "paper" else loss_block_rows(n_network, device))
+        check_memory(estimate, device, n_network, n_member, regime, training.schedule)
     return grid
 
 

@@ -288,12 +288,15 @@ class ConsensusConfig(Section):
 
     SECTION: ClassVar[str] = "consensus"
 
-    members: int = param(1, integer(1), "networks trained; 1: the paper's single run (training.epochs, all samples)")
+    members: int = param(1, integer(1),
+                         "runs combined into one ranking; 1: the paper's single run (training.epochs, all samples)")
     member_epochs: int = param(25, integer(1), "epochs of each member (members >= 2)")
     subsample: float = param(0.5, number(0, 1, low_open=True), "fraction of the samples each member sees")
     combine: str = param("mean_rank", one_of(*COMBINE_RULES), "mean_rank | mean_score (min-max scaled)")
     laplacian_weight: float = param(0.0, number(0, 1),
                                     "weight of the Laplacian-score rank in the combined ranking (0: none)")
+    feature_blocks: int = param(1, integer(1), "blocks each member deals its features into, one network per block "
+                                               "(1: one network on every feature)")
 
 
 @dataclass(frozen=True)
@@ -330,6 +333,9 @@ class Settings:
             raise ParameterError(f"parameter seed = {self.seed!r} is invalid: expected an integer in 0..2**32 - 1")
         if self.views.stream == "published" and self.consensus.members > 1:
             raise ParameterError("views.stream 'published' replays the paper's single run; it needs consensus.members 1")
+        if self.views.stream == "published" and self.consensus.feature_blocks > 1:
+            raise ParameterError("views.stream 'published' replays the paper's single run; it needs "
+                                 "consensus.feature_blocks 1")
         if self.selection.k == "auto" and self.consensus.members < 2:
             raise ParameterError("selection.k 'auto' chooses k from the members' agreement; it needs "
                                  "consensus.members 2 or more (or give selection.k a number)")

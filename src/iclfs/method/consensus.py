@@ -18,6 +18,12 @@ on its own random subset of the samples, as stability selection does
 run: one network, ``training.epochs``, every sample, the run's own seed and
 its raw score, exactly what ICLFS computed before consensus existed.
 
+``consensus.feature_blocks`` > 1 (a named variant beyond the paper) deals
+each member's features at random into that many blocks and trains one
+network per block, on every sample the member sees: a network on d / m of
+the features costs about 1 / m² of the attention and InfoNCE work of one on
+all of them. The member scores a feature by its rank within its block.
+
 Per feature it keeps the consensus score, every member's rank and, at each
 k, how many members put the feature in their top k; :func:`member_jaccard`
 says how much the members agree, and :func:`choose_k` picks k from that
@@ -41,42 +47,76 @@ from .training import TrainingResult, embed, train
 
 @dataclass(frozen=True)
 class MemberPlan:
-    """What one member is trained on: its seed and its samples (None: all of them)."""
+    """What one member is trained on: its seed, its samples and its feature blocks.
+
+    ``samples`` None: every sample. ``blocks``: the feature indices of each of
+    its networks, ascending within a block (one block of every feature unless
+    ``consensus.feature_blocks`` > 1); ``block_seeds``: each network's seed.
+    """
 
     index: int
     seed: int
     samples: np.ndarray | None
+    blocks: tuple[np.ndarray, ...] | None = None
+    block_seeds: tuple[int, ...] = ()
+
+    def networks(self) -> list[tuple[np.ndarray | None, int]]:
+        """(features or None for all of them, seed) of each network the member trains."""
+        if self.blocks is None:
+            return [(None, self.seed)]
+        return list(zip(self.blocks, self.block_seeds))
 
 
 @dataclass
 class Member:
-    """A trained member: its plan, its feature scores and its training record."""
+    """A trained member: its plan, its feature scores and its training record (one per network)."""
 
     plan: MemberPlan
     scores: dict[str, np.ndarray]  # every score of method.md §5, (d,) each
-    result: TrainingResult = field(repr=False)
+    results: list[TrainingResult] = field(repr=False)
     seconds: float = 0.0  # wall time: training and scoring
 
 
-def plan_members(n_samples: int, consensus: ConsensusConfig, seed: int) -> list[MemberPlan]:
-    """Seeds and sample subsets of the members of a run seeded ``seed``.
+def plan_members(n_samples: int, consensus: ConsensusConfig, seed: int, n_features: int | None = None
+                 ) -> list[MemberPlan]:
+    """Seeds, sample subsets and feature blocks of the members of a run seeded ``seed``.
 
     One member is the run itself (seed ``seed``, every sample). Otherwise each
     member's seed comes from ``numpy.random.SeedSequence(seed)``, and that seed
     also draws its subsample of ``max(4, round(subsample n))`` samples, so a
-    member is the same whichever machine or worker trains it.
+    member is the same whichever machine or worker trains it. With
+    ``consensus.feature_blocks`` m > 1 (``n_features`` needed), the member's
+    seed also deals its features into m blocks of near-equal size and gives
+    each block's network a seed.
     """
     if consensus.members == 1:
-        return [MemberPlan(0, int(seed), None)]
-    seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(consensus.members)]
-    size = member_samples(n_samples, consensus)
-    plans = []
-    for index, member_seed in enumerate(seeds):
-        samples = None
-        if size < n_samples:
-            samples = np.sort(np.random.default_rng(member_seed).choice(n_samples, size=size, replace=False))
-        plans.append(MemberPlan(index, member_seed, samples))
-    return plans
+        plans = [MemberPlan(0, int(seed), None)]
+    else:
+        seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(consensus.members)]
+        size = member_samples(n_samples, consensus)
+        plans = []
+        for index, member_seed in enumerate(seeds):
+            samples = None
+            if size < n_samples:
+                samples = np.sort(np.random.default_rng(member_seed).choice(n_samples, size=size, replace=False))
+            plans.append(MemberPlan(index, member_seed, samples))
+    if consensus.feature_blocks == 1:
+        return plans
+    if n_features is None:
+        raise ValueError("consensus.feature_blocks > 1 needs the number of features to deal them into blocks")
+    return [_with_blocks(plan, n_features, consensus.feature_blocks) for plan in plans]
+
+
+def _with_blocks(plan: MemberPlan, n_features: int, blocks: int) -> MemberPlan:
+    # Streams of their own, so the member's sample draw stays what it is without blocks.
+    streams = np.random.SeedSequence([plan.seed, FEATURE_BLOCK_STREAM]).spawn(blocks + 1)
+    order = np.random.default_rng(streams[0]).permutation(n_features)
+    dealt = tuple(np.sort(block) for block in np.array_split(order, blocks))
+    seeds = tuple(int(s.generate_state(1)[0]) for s in streams[1:])
+    return MemberPlan(plan.index, plan.seed, plan.samples, dealt, seeds)
+
+
+FEATURE_BLOCK_STREAM = 1  # tags the seed stream that deals a member's features into blocks
 
 
 def member_samples(n_samples: int, consensus: ConsensusConfig) -> int:
@@ -101,13 +141,29 @@ def member_settings(n_samples: int, training: TrainingConfig, consensus: Consens
 
 def train_member(A: np.ndarray, plan: MemberPlan, training: TrainingConfig, epochs: int, views: ViewConfig,
                  runtime: RuntimeConfig, progress_bar=None) -> Member:
-    """Train one member on its samples and score every feature (eval mode, on those samples)."""
+    """Train one member's networks on its samples and score every feature (eval mode, on those samples).
+
+    With feature blocks, each network scores its own block, and the member's
+    score of a feature is its rank score within its block (1 = the block's
+    best, 0 = its worst): scores of networks trained apart are on scales of
+    their own, so only their order is carried over.
+    """
     started = time.perf_counter()
     A_member = A if plan.samples is None else np.ascontiguousarray(A[:, plan.samples])
-    result = train(A_member, training, views, runtime, plan.seed, epochs=epochs, progress_bar=progress_bar)
-    h, z = embed(result.model, A_member)
-    result.model = result.model.cpu()
-    return Member(plan, feature_scores(h, z), result, time.perf_counter() - started)
+    d = A.shape[0]
+    results, scores = [], {}
+    for features, seed in plan.networks():
+        A_block = A_member if features is None else np.ascontiguousarray(A_member[features])
+        result = train(A_block, training, views, runtime, seed, epochs=epochs, progress_bar=progress_bar)
+        block_scores = feature_scores(*embed(result.model, A_block))
+        result.model = result.model.cpu()
+        results.append(result)
+        if features is None:
+            scores = block_scores
+            continue
+        for name, values in block_scores.items():
+            scores.setdefault(name, np.full(d, np.nan))[features] = rank_score(values)
+    return Member(plan, scores, results, time.perf_counter() - started)
 
 
 def train_members(A: np.ndarray, training: TrainingConfig, views: ViewConfig, runtime: RuntimeConfig,
@@ -127,10 +183,13 @@ def train_members(A: np.ndarray, training: TrainingConfig, views: ViewConfig, ru
     from tqdm.auto import tqdm
 
     member_training, epochs = member_settings(A.shape[1], training, consensus)
-    plans = plan_members(A.shape[1], consensus, seed)
     d, n = A.shape
+    plans = plan_members(n, consensus, seed, d)
     desc = f"ICLFS {training.schedule} d={d} n={n}" + (f", {len(plans)} members" if len(plans) > 1 else "")
-    with tqdm(total=len(plans) * epochs, desc=desc, unit="epoch", disable=not runtime.progress) as bar:
+    if consensus.feature_blocks > 1:
+        desc += f", {consensus.feature_blocks} feature blocks each"
+    total = len(plans) * consensus.feature_blocks * epochs
+    with tqdm(total=total, desc=desc, unit="epoch", disable=not runtime.progress) as bar:
         return [train_member(A, plan, member_training, epochs, views, runtime, bar) for plan in plans]
 
 
@@ -255,14 +314,24 @@ def choose_k(agreements: dict[int, float], threshold: float) -> KChoice:
 
 
 def state_dicts(members: Sequence[Member]) -> dict:
-    """Every member's trained weights, ``{"member_<i>": state_dict}`` (one member: its state dict alone)."""
-    if len(members) == 1:
-        return members[0].result.model.state_dict()
-    return {f"member_{m.plan.index}": m.result.model.state_dict() for m in members}
+    """Every network's trained weights: one network's state dict alone, else one entry per network.
+
+    Keys ``member_<i>``, or ``member_<i>_block_<b>`` with feature blocks.
+    """
+    if len(members) == 1 and len(members[0].results) == 1:
+        return members[0].results[0].model.state_dict()
+    return {network_name(m, b): result.model.state_dict() for m in members for b, result in enumerate(m.results)}
+
+
+def network_name(member: Member, block: int) -> str:
+    """``member_<i>``, or ``member_<i>_block_<b>`` for a member with feature blocks."""
+    name = f"member_{member.plan.index}"
+    return name if member.plan.blocks is None else f"{name}_block_{block}"
 
 
 def total_epochs(members: Sequence[Member]) -> int:
-    return sum(len(m.result.history) for m in members)
+    """Epochs run by every network of every member."""
+    return sum(len(result.history) for m in members for result in m.results)
 
 
 def total_seconds(members: Sequence[Member]) -> float:

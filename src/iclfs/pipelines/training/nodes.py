@@ -21,10 +21,11 @@ def train_members(inverted_data: np.ndarray, training: dict, views: dict, runtim
     Returns
     -------
     model_state : dict
-        The trained weights: one state dict, or ``{"member_<i>": state_dict}``.
+        The trained weights: one state dict, or one per network
+        (``member_<i>``, ``member_<i>_block_<b>`` with feature blocks).
     training_history : DataFrame
-        One row per member and epoch (loss, its terms, seconds) with the
-        member's seed and samples, and the device, precision, thread count,
+        One row per member, feature block and epoch (loss, its terms, seconds)
+        with the member's seed, its samples and the network's features, and the device, precision, thread count,
         attention kernel, InfoNCE block rows, regime and schedule used. CPU
         results are bit-identical at the same seed and thread count.
     member_scores : dict of str to ndarray of shape (members, d)
@@ -37,20 +38,23 @@ def train_members(inverted_data: np.ndarray, training: dict, views: dict, runtim
                         ConsensusConfig.from_dict(consensus), seed)
     frames = []
     for member in members:
-        result = member.result
-        frame = pd.DataFrame(result.history)
-        frame.insert(0, "member", member.plan.index)
-        frame["member_seed"] = member.plan.seed
-        frame["member_seconds"] = member.seconds  # wall time: building, every epoch, scoring
-        frame["n_samples"] = inverted_data.shape[1] if member.plan.samples is None else len(member.plan.samples)
-        frame["device"] = result.device
-        frame["precision"] = result.precision
-        frame["threads"] = result.threads
-        frame["attention_kernel"] = result.attention_kernel
-        frame["loss_block_rows"] = result.loss_block_rows  # empty for paper's dense losses
-        frame["regime"] = result.regime.name
-        frame["schedule"] = training_config.schedule
-        frames.append(frame)
+        for block, result in enumerate(member.results):
+            frame = pd.DataFrame(result.history)
+            frame.insert(0, "member", member.plan.index)
+            frame.insert(1, "block", block)
+            frame["member_seed"] = member.plan.seed
+            frame["member_seconds"] = member.seconds  # wall time: building, every epoch, scoring
+            frame["n_samples"] = inverted_data.shape[1] if member.plan.samples is None else len(member.plan.samples)
+            blocks = member.plan.blocks
+            frame["n_features"] = inverted_data.shape[0] if blocks is None else len(blocks[block])
+            frame["device"] = result.device
+            frame["precision"] = result.precision
+            frame["threads"] = result.threads
+            frame["attention_kernel"] = result.attention_kernel
+            frame["loss_block_rows"] = result.loss_block_rows  # empty for paper's dense losses
+            frame["regime"] = result.regime.name
+            frame["schedule"] = training_config.schedule
+            frames.append(frame)
     history = pd.concat(frames, ignore_index=True)
     scores = {name: np.array([m.scores[name] for m in members]) for name in SCORE_NAMES}
     scores["seed"] = np.array([m.plan.seed for m in members], dtype=np.int64)
@@ -58,12 +62,13 @@ def train_members(inverted_data: np.ndarray, training: dict, views: dict, runtim
 
 
 def plot_training_history(training_history: pd.DataFrame) -> plt.Figure:
-    """Loss per epoch and its two terms; one line per member."""
+    """Loss per epoch and its two terms; one line per network (member, feature block)."""
     fig, ax = plt.subplots(figsize=(6, 4))
     members = training_history["member"].nunique()
-    for member, group in training_history.groupby("member"):
-        label = (lambda name: name) if member == 0 else (lambda name: None)
-        alpha = 1.0 if members == 1 else 0.6
+    networks = training_history.groupby(["member", "block"])
+    for (member, block), group in networks:
+        label = (lambda name: name) if (member, block) == (0, 0) else (lambda name: None)
+        alpha = 1.0 if networks.ngroups == 1 else 0.6
         for column, colour in (("loss", "C0"), ("contrastive", "C1"), ("decorrelation", "C2")):
             ax.plot(group["epoch"], group[column], color=colour, alpha=alpha, label=label(column))
     ax.set_xlabel("epoch")

@@ -14,26 +14,28 @@ from iclfs.method.views import apply_masks, keep_count, pair_counts
 
 def sample_views(inverted_data: np.ndarray, views: dict, training: dict, consensus: dict,
                  seed: int) -> tuple[dict, pd.DataFrame]:
-    """Draw the views of the first member's first epoch on CPU, as training draws them.
+    """Draw the views of the first member's first network's first epoch on CPU, as training draws them.
 
     Returns
     -------
-    view_sample : dict of str to ndarray of shape (d, n_member)
+    view_sample : dict of str to ndarray of shape (d_network, n_member)
         Every view, plus the boolean masks (``<view>_mask``).
     view_statistics : DataFrame
         One row per view: kept positions per row (min, mean, max), the
         expected count, and for the complementary pair the shared positions per row.
     """
     consensus_config = ConsensusConfig.from_dict(consensus)
-    member = plan_members(inverted_data.shape[1], consensus_config, seed)[0]
-    member_training, _ = member_settings(inverted_data.shape[1], TrainingConfig.from_dict(training), consensus_config)
-    A = torch.as_tensor(inverted_data if member.samples is None else inverted_data[:, member.samples],
-                        dtype=torch.float32)
+    d_all, n_all = inverted_data.shape
+    member = plan_members(n_all, consensus_config, seed, d_all)[0]
+    features, network_seed = member.networks()[0]
+    member_training, _ = member_settings(n_all, TrainingConfig.from_dict(training), consensus_config)
+    rows = inverted_data if features is None else inverted_data[features]
+    A = torch.as_tensor(rows if member.samples is None else rows[:, member.samples], dtype=torch.float32)
     d, n = A.shape
     config = ViewConfig.from_dict(views)
     # Only the network's layer sizes matter here: its initialization comes
     # before the published stream's draws.
-    masks = first_epoch_masks(A, member_training, config, member.seed)
+    masks = first_epoch_masks(A, member_training, config, network_seed)
     sample = {name: view.numpy() for name, view in apply_masks(A, masks).as_dict().items()}
     sample.update({f"{name}_mask": m.numpy() for name, m in masks.as_dict().items() if m.dtype == torch.bool})
 
