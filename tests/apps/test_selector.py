@@ -236,6 +236,21 @@ def test_a_consensus_has_one_rank_row_per_member_and_its_members_differ(table, c
     np.testing.assert_array_equal(consensus.ranking_ == 1, consensus.support_)
 
 
+def test_feature_blocks_train_one_network_per_block_and_equal_the_chain_run(table):
+    selector = ICLFSSelector(K, members=2, member_epochs=1, subsample=1.0, device="cpu",
+                             consensus_options={"feature_blocks": 2}).fit(table.X)
+    assert len(selector.models_) == 4  # 2 members x 2 blocks
+    assert [(row["member"], row["block"]) for row in selector.training_history_] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert selector.member_ranks_.shape == (2, table.X.shape[1])
+    settings = Settings(seed=42, runtime=RuntimeConfig(device="cpu", progress=False),
+                        consensus=ConsensusConfig(members=2, member_epochs=1, subsample=1.0, feature_blocks=2),
+                        selection=SelectionConfig(k=K, k_values=(K,)))
+    result = chain.run(FeatureTable(X=table.X), settings)
+    np.testing.assert_array_equal(selector.selected_features_, result.selected)
+    with pytest.raises(ValueError, match="feature_blocks"):
+        ICLFSSelector(K, **FAST, consensus_options={"feature_blocks": table.X.shape[1]}).fit(table.X)
+
+
 def test_auto_chooses_k_from_the_members_agreement(table):
     selector = ICLFSSelector("auto", members=3, member_epochs=1, subsample=0.5, device="cpu").fit(table.X)
     grid = ICLFSSelector._auto_grid(table.X.shape[1])

@@ -36,10 +36,13 @@ def _same(on_cluster, in_turn):
     for mine, theirs in zip(on_cluster, in_turn, strict=True):
         assert mine.plan.seed == theirs.plan.seed
         np.testing.assert_array_equal(mine.plan.samples, theirs.plan.samples)
-        assert len(mine.results[0].history) == 2
+        assert [b.tolist() for b in mine.plan.blocks or ()] == [b.tolist() for b in theirs.plan.blocks or ()]
         for name in SCORE_NAMES:
             assert np.array_equal(mine.scores[name], theirs.scores[name]), (mine.plan.index, name)
-        assert [row["loss"] for row in mine.results[0].history] == [row["loss"] for row in theirs.results[0].history]
+        assert len(mine.results) == len(theirs.results)
+        for network, same in zip(mine.results, theirs.results):
+            assert len(network.history) == 2
+            assert [row["loss"] for row in network.history] == [row["loss"] for row in same.history]
 
 
 def test_members_as_tasks_on_two_workers_score_like_sequential_training(inverted, dask_cluster):
@@ -52,6 +55,16 @@ def test_members_as_tasks_on_two_workers_score_like_sequential_training(inverted
         assert len(client.scheduler_info()["workers"]) == 2
     _same(on_cluster, in_turn)
     assert all(m.results[0].threads == 1 for m in on_cluster)
+
+
+def test_members_with_feature_blocks_as_tasks_score_like_sequential_training(inverted, dask_cluster):
+    """A member's networks (one per feature block) train in its task, in turn, as they do on one machine."""
+    settings = Settings().with_overrides(SETTINGS + ",consensus.feature_blocks=2")
+    with distributed.Client(dask_cluster, set_as_default=False) as client:
+        on_cluster = train_members_on(client, inverted, settings.training, settings.views, settings.runtime,
+                                      settings.consensus, seed=42)
+    assert all(len(m.results) == 2 for m in on_cluster)
+    _same(on_cluster, _members_in_turn(inverted, settings))
 
 
 def test_a_node_on_a_worker_sends_its_members_to_the_cluster(inverted, dask_cluster):

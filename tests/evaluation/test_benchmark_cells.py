@@ -61,6 +61,9 @@ PAPER = "consensus.members=1,training.schedule=paper,consensus.laplacian_weight=
          "ICLFS-WL [consensus 3x5, bf16]"),
         ("consensus.members=8,consensus.member_epochs=10,consensus.subsample=0.5,consensus.laplacian_weight=0.5",
          "ICLFS [consensus 8x10, 0.5 of samples, Laplacian weight 0.5]"),
+        ("consensus.members=4,consensus.member_epochs=100,consensus.subsample=1,consensus.feature_blocks=8",
+         "ICLFS [consensus 4x100, 8 feature blocks]"),
+        ("consensus.members=1,consensus.feature_blocks=4", "ICLFS [4 feature blocks]"),
     ],
 )
 def test_method_names_follow_the_papers_ablation_names(changes, name):

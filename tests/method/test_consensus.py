@@ -18,11 +18,17 @@ from iclfs.method.consensus import (
     member_rankings,
     member_settings,
     plan_members,
+    network_name,
     rank_score,
+    state_dicts,
     top_k_frequency,
+    total_epochs,
     train_members,
 )
-from iclfs.method.preprocessing import invert, prepare
+from iclfs.method.config import ParameterError
+from iclfs.method.preprocessing import DataValidationError, invert, prepare
+from iclfs.method.scores import feature_scores
+from iclfs.method.training import embed, train
 
 QUIET = RuntimeConfig(device="cpu", progress=False, num_threads=1)
 SMALL = ConsensusConfig(members=3, member_epochs=2, subsample=0.5)
@@ -158,3 +164,64 @@ def test_one_member_is_the_papers_run_whatever_the_laplacian_weight():
     plain = chain.run(table, Settings(runtime=QUIET).with_overrides(single + ",consensus.laplacian_weight=0"))
     np.testing.assert_array_equal(fused.ranking.scores, fused.members[0].scores["z_norm"])
     np.testing.assert_array_equal(fused.ranking.ranking, plain.ranking.ranking)
+
+
+# -- feature blocks ----------------------------------------------------------------------------
+
+BLOCKS = ConsensusConfig(members=2, member_epochs=2, subsample=0.5, feature_blocks=3)
+
+
+def test_each_member_deals_every_feature_into_exactly_one_block():
+    plans = plan_members(40, BLOCKS, seed=42, n_features=25)
+    for plan in plans:
+        assert len(plan.blocks) == 3 and sorted(len(b) for b in plan.blocks) == [8, 8, 9]
+        np.testing.assert_array_equal(np.sort(np.concatenate(plan.blocks)), np.arange(25))
+        assert all(np.all(np.diff(b) > 0) for b in plan.blocks) and len(set(plan.block_seeds)) == 3
+    assert not np.array_equal(plans[0].blocks[0], plans[1].blocks[0])  # members deal apart
+    again = plan_members(40, BLOCKS, seed=42, n_features=25)
+    assert all(np.array_equal(a, b) for p, q in zip(plans, again) for a, b in zip(p.blocks, q.blocks))
+    # the blocks draw from a stream of their own: the members' seeds and samples are those without blocks
+    plain = plan_members(40, ConsensusConfig(members=2, subsample=0.5), seed=42)
+    assert [p.seed for p in plans] == [p.seed for p in plain]
+    assert all(np.array_equal(p.samples, q.samples) for p, q in zip(plans, plain))
+
+
+def test_blocks_need_the_number_of_features():
+    with pytest.raises(ValueError, match="number of features"):
+        plan_members(40, BLOCKS, seed=42)
+
+
+def test_a_member_scores_each_feature_by_its_rank_within_its_block(A):
+    (member,) = train_members(A, TrainingConfig(), ViewConfig(), QUIET, BLOCKS.replace(members=1), seed=7)
+    assert len(member.results) == 3 and total_epochs([member]) == 3 * 100
+    for block, seed in member.plan.networks():
+        # one network, trained apart on the block's rows alone, gives the same scores
+        result = train(np.ascontiguousarray(A[block]), TrainingConfig(epochs=100), ViewConfig(), QUIET, seed)
+        expected = rank_score(feature_scores(*embed(result.model, np.ascontiguousarray(A[block])))["z_norm"])
+        np.testing.assert_allclose(member.scores["z_norm"][block], expected)
+        assert sorted(member.scores["z_norm"][block]) == pytest.approx(np.linspace(0, 1, len(block)))
+    assert list(state_dicts([member])) == [f"member_0_block_{b}" for b in range(3)]
+    assert network_name(member, 2) == "member_0_block_2"
+
+
+def test_a_consensus_of_feature_blocks_through_the_chain(tiny_table):
+    settings = Settings(runtime=QUIET, consensus=BLOCKS).with_overrides("selection.k=5,selection.k_values=[5,10]")
+    result = chain.run(tiny_table, settings)
+    scores = np.array([m.scores["z_norm"] for m in result.members])
+    assert scores.shape == (2, 40) and np.all(np.isfinite(scores))
+    np.testing.assert_allclose(result.ranking.scores, combine(scores, "mean_rank"))
+    assert [len(m.results) for m in result.members] == [3, 3]
+    assert all(r.history and len(r.history) == 2 for m in result.members for r in m.results)
+    np.testing.assert_array_equal(result.selected, chain.run(tiny_table, settings).selected)
+
+
+def test_too_few_features_for_the_blocks_is_refused_before_training(tiny_table):
+    settings = Settings(runtime=QUIET).with_overrides("consensus.feature_blocks=6,selection.k=5,selection.k_values=[5]")
+    with pytest.raises(DataValidationError, match=r"40 feature\(s\) cannot be dealt into consensus.feature_blocks = 6.*"
+                                                  r"at most 5"):
+        chain.prepare_data(tiny_table, settings)
+
+
+def test_the_published_stream_refuses_feature_blocks():
+    with pytest.raises(ParameterError, match="feature_blocks 1"):
+        Settings().with_overrides("views.stream=published,consensus.feature_blocks=2")

@@ -154,6 +154,19 @@ def test_consensus_pipeline_keeps_every_members_rank_and_their_agreement(tiny_ta
     assert "member_frequency" in catalog.load("selected_features")
 
 
+def test_feature_blocks_through_the_pipeline_one_network_per_block(tiny_table, fast_parameters):
+    fast_parameters["consensus"] = {**fast_parameters["consensus"], **CONSENSUS_OVERRIDES["consensus"],
+                                    "members": 2, "feature_blocks": 2}
+    catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
+    history = catalog.load("training_history")
+    networks = history.groupby(["member", "block"])["n_features"].first().to_dict()
+    assert networks == {(0, 0): 20, (0, 1): 20, (1, 0): 20, (1, 1): 20}
+    assert set(catalog.load("model_state")) == {f"member_{m}_block_{b}" for m in (0, 1) for b in (0, 1)}
+    assert catalog.load("member_scores")["z_norm"].shape == (2, 40)
+    assert catalog.load("view_sample")["light"].shape == (20, 20)  # the first network: 20 features, 20 samples
+    assert len(catalog.load("selected_features").query("k == 5")) == 5
+
+
 def test_lgrc_disabled_takes_the_first_k_of_the_ranking(tiny_table, fast_parameters):
     fast_parameters["selection"]["use_lgrc"] = False
     catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)

@@ -78,7 +78,7 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         ``k = max(1, int(fraction * n_features))``; ``"auto"`` picks k from the
         members' agreement (needs ``members >= 2``; ``k_reason_`` says why).
     members : int, default=1
-        Networks trained and combined; 1 is the paper's single run
+        Runs trained and combined; 1 is the paper's single run
         (``epochs`` epochs on every sample), the default the rule of
         ``docs/consensus.md`` picked; 6 is its best consensus.
     member_epochs : int, default=25
@@ -155,10 +155,11 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
     support_ : ndarray of shape (n_features_in_,), dtype=bool
         Mask of the selected features.
     models_ : list of torch.nn.Module
-        The trained networks, one per member, on CPU, in eval mode.
+        The trained networks, on CPU, in eval mode: one per member, or with
+        ``consensus_options={"feature_blocks": m}`` m per member, member after member.
     training_history_ : list of dict
-        One dict per member and epoch: ``member``, ``epoch``, ``loss``,
-        ``contrastive``, ``decorrelation``, ``seconds``.
+        One dict per network and epoch: ``member``, ``block`` (0 without
+        feature blocks), ``epoch``, ``loss``, ``contrastive``, ``decorrelation``, ``seconds``.
 
     See Also
     --------
