@@ -147,7 +147,7 @@ def test_command_measures_both_schedules_a_sweep_and_the_selection_on_a_tiny_fil
     assert (selection["shape"], selection["d"], selection["n"], selection["device"]) == ("60x12", 60, 12, "cpu")
     assert selection["members"] >= 1 and selection["epochs"] >= selection["members"]
     section = text.split("## The default selection, end to end")[1]
-    assert f"| 60 x 12 | {selection['members']} | {selection['epochs']} | " in section
+    assert f"| 60 x 12 | defaults | {selection['members']} | {selection['epochs']} | " in section
 
 
 def test_the_selection_worker_times_the_default_chain_on_a_tiny_shape():
@@ -171,8 +171,8 @@ def test_the_selection_section_shows_each_size_and_its_failures():
                                     "peak_rss_bytes": 2**30}]
     text = speed.render(report)
     section = text.split("## The default selection, end to end")[1]
-    assert "| not-a-shape | failed: " in section
-    assert "| 60 x 12 | 8 | 160 | 3 | 3 | 1.00 | cpu | 2 |" in section
+    assert "| not-a-shape | defaults | failed: " in section
+    assert "| 60 x 12 | defaults | 8 | 160 | 3 | 3 | 1.00 | cpu | 2 |" in section
     assert "## The default selection" not in speed.render(_report())  # no selection measured, no section
 
 
@@ -217,7 +217,16 @@ def test_added_rows_replace_their_namesakes_and_keep_the_rest(tmp_path):
                                      " --notes " + str(tmp_path / "absent.md"))
     text = output.read_text()
     assert f"Rows added {added['date']}" in text and added["command"] in text
-    assert "| 70 x 12 | " in text.split("## The default selection, end to end")[1]
+    assert "| 70 x 12 | defaults | " in text.split("## The default selection, end to end")[1]
+    # the same size with other settings is a row of its own
+    blocks = "consensus.feature_blocks=2,training.epochs=3"
+    speed.main(["--add", "--selection-sizes", "70x12", "--selection-settings", blocks, "--output", str(output),
+                "--notes", str(tmp_path / "absent.md")])
+    report = json.loads(output.with_suffix(".json").read_text())
+    assert [(r["shape"], r["overrides"]) for r in report["selection"]] == [("60x12", ""), ("70x12", ""),
+                                                                          ("70x12", blocks)]
+    assert report["selection"][2]["epochs"] == 2 * 3  # two networks, three epochs each
+    assert f"| 70 x 12 | `{blocks}` | 1 | 6 | " in output.read_text()
 
 
 def test_a_worker_reports_its_own_peak_memory_not_its_parents(tmp_path):

@@ -64,7 +64,9 @@ SWEEP_D = (1000, 5000, 10000, 20000, 50000)
 SWEEP_N = (100, 500, 1000, 2000)
 SELECTION_SIZES = ("2000x200", "20000x200")
 # Each section's rows and what names a row: a row measured with --add replaces the one it names.
-ROW_KEYS = {"datasets": "name", "sweep_d": "source", "sweep_n": "source", "cost": "name", "selection": "shape"}
+# What names a row: an added row replaces the row of the same name. A selection row is its size and settings.
+ROW_KEYS = {"datasets": ("name",), "sweep_d": ("source",), "sweep_n": ("source",), "cost": ("name",),
+            "selection": ("shape", "overrides")}
 
 
 @dataclass(frozen=True)
@@ -390,17 +392,19 @@ def render(report: dict, notes: str = "") -> str:
                          f"{_gib(_memory(r))} | {_gib(r['estimated_bytes'])} | {_gib(4 * r['d'] ** 2)} |")
     if report.get("selection"):
         lines += ["", "## The default selection, end to end", "",
-                  "`iclfs.method.chain.run` with the default settings on a random table of d features x n samples: "
-                  "training (every member, for a consensus), scoring, the Laplacian score and LGRC, in a fresh "
-                  "process.", "",
-                  "| d x n | members | epochs in all | wall s | training s | peak GiB | device | threads |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "`iclfs.method.chain.run` on a random table of d features x n samples, with the default settings "
+                  "or those shown: training (every network of every member), scoring, the Laplacian score and "
+                  "LGRC, in a fresh process.", "",
+                  "| d x n | settings | members | epochs in all | wall s | training s | peak GiB | device | threads |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in report["selection"]:
+            settings = f"`{r['overrides']}`" if r.get("overrides") else "defaults"
             if "error" in r:
-                lines.append(f"| {r['shape']} | failed: {r['error']} | | | | | | |")
+                lines.append(f"| {r['shape']} | {settings} | failed: {r['error']} | | | | | | |")
                 continue
-            lines.append(f"| {r['d']} x {r['n']} | {r['members']} | {r['epochs']} | {r['seconds']:.0f} | "
-                         f"{r['training_seconds']:.0f} | {_gib(r['peak_rss_bytes'])} | {r['device']} | {r['threads']} |")
+            lines.append(f"| {r['d']} x {r['n']} | {settings} | {r['members']} | {r['epochs']} | "
+                         f"{r['seconds']:.0f} | {r['training_seconds']:.0f} | {_gib(r['peak_rss_bytes'])} | "
+                         f"{r['device']} | {r['threads']} |")
     if report.get("cost"):
         lines += ["", "## A consensus against one run", "",
                   "On each dataset, back to back in fresh processes: one 100-epoch `fast` run "
@@ -431,10 +435,14 @@ def add_rows(report: dict, added: dict) -> dict:
     rest of ``report``, and its rows that ``added`` does not name, stay as they are.
     """
     merged = {**report, "environment": {**report["environment"]}}
-    for section, key in ROW_KEYS.items():
+    for section, keys in ROW_KEYS.items():
         new = added.get(section) or []
-        named = {row.get(key) for row in new}
-        merged[section] = [row for row in report.get(section, []) if row.get(key) not in named] + new
+
+        def name(row: dict) -> tuple:
+            return tuple(row.get(key, "") for key in keys)
+
+        named = {name(row) for row in new}
+        merged[section] = [row for row in report.get(section, []) if name(row) not in named] + new
     env = added["environment"]
     merged["environment"]["added"] = [*report["environment"].get("added", []),
                                       {k: env[k] for k in ("date", "command", "matmul_gflops")}]
@@ -455,6 +463,9 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.
     parser.add_argument("--sweep-epochs", type=int, default=1)
     parser.add_argument("--selection-sizes", nargs="*", default=None,
                         help=f"DxN tables the whole default selection is timed on (default: {' '.join(SELECTION_SIZES)})")
+    parser.add_argument("--selection-settings", default="",
+                        help="settings the --selection-sizes rows are timed with (section.key=value,...; "
+                             "default: the defaults)")
     parser.add_argument("--cost-datasets", nargs="*", default=[],
                         help="datasets (in --datasets-dir) on which one 100-epoch run and the consensus are timed "
                              "back to back, each in its own process")
@@ -535,7 +546,7 @@ def main(argv: list[str] | None = None) -> None:
         report["cost"].append(pair)
     report["selection"] = []
     for shape in args.selection_sizes:
-        result = run_selection_worker(shape, args.device)
+        result = run_selection_worker(shape, args.device, args.selection_settings)
         print(json.dumps(result), flush=True)
         report["selection"].append(result)
     if args.add:
