@@ -1,6 +1,6 @@
 """Do members that each see a block of the features agree more between seeds? (an exploration, not a decision)
 
-    python docs/reports/consensus_study/explore_feature_blocks.py ../shared/validation/lung_small.mat
+    python docs/reports/consensus_study/explore_feature_blocks.py ../shared/validation/lung_small.mat [VARIANT ...]
 
 The cost of an epoch grows with d² (attention over the features and the
 InfoNCE terms), so a member that trains on d / m of the features costs about
@@ -12,6 +12,7 @@ orders the features by their mean rank score over the c members that saw
 them. Compared with one run at the seeds 0, 1 and 2 (not the decision seeds
 42-44): best-k accuracy (method.md §8, LGRC at every k) over the seeds, the
 Jaccard index of the k = 50 selections between the seeds, and wall time.
+VARIANT names (e.g. "1x8") run only those rows, "members x blocks".
 """
 
 import sys
@@ -30,7 +31,9 @@ from iclfs.method.scores import feature_scores, rank_features
 from iclfs.method.training import embed, train
 
 SEEDS = (0, 1, 2)
-VARIANTS = {"one run": (1, 1), "4 blocks x 2 deals": (4, 2), "8 blocks x 4 deals": (8, 4)}
+# name: (blocks, deals); a deal is one member, so "2x4" is 2 members of 4 blocks each
+VARIANTS = {"one run": (1, 1), "2x4": (4, 2), "4x8": (8, 4), "1x8": (8, 1)}
+DEFAULT_VARIANTS = ("one run", "2x4", "4x8")
 QUIET = RuntimeConfig(progress=False)
 
 
@@ -59,7 +62,8 @@ grid = [k for k in SelectionConfig().k_values if k < X.shape[1]]
 print(f"{table.source}: d = {X.shape[1]}, n = {X.shape[0]}")
 print("| ranking | best-k accuracy (mean ± std over seeds 0-2) | Jaccard@50 between seeds | seconds per seed |")
 print("|---|---|---|---|")
-for name, (blocks, deals) in VARIANTS.items():
+for name in sys.argv[2:] or DEFAULT_VARIANTS:
+    blocks, deals = VARIANTS[name]
     accuracies, selections, seconds = [], [], []
     for seed in SEEDS:
         started = time.perf_counter()

@@ -64,7 +64,7 @@ SWEEP_D = (1000, 5000, 10000, 20000, 50000)
 SWEEP_N = (100, 500, 1000, 2000)
 SELECTION_SIZES = ("2000x200", "20000x200")
 # Each section's rows and what names a row: a row measured with --add replaces the one it names.
-# What names a row: an added row replaces the row of the same name. A selection row is its size and settings.
+# A selection row is named by its size and its settings.
 ROW_KEYS = {"datasets": ("name",), "sweep_d": ("source",), "sweep_n": ("source",), "cost": ("name",),
             "selection": ("shape", "overrides")}
 

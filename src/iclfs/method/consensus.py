@@ -45,6 +45,9 @@ from .scores import feature_scores, min_max, rank_features, rank_positions
 from .training import TrainingResult, embed, train
 
 
+FEATURE_BLOCK_STREAM = 1  # tags the seed stream that deals a member's features into blocks
+
+
 @dataclass(frozen=True)
 class MemberPlan:
     """What one member is trained on: its seed, its samples and its feature blocks.
@@ -114,9 +117,6 @@ def _with_blocks(plan: MemberPlan, n_features: int, blocks: int) -> MemberPlan:
     dealt = tuple(np.sort(block) for block in np.array_split(order, blocks))
     seeds = tuple(int(s.generate_state(1)[0]) for s in streams[1:])
     return MemberPlan(plan.index, plan.seed, plan.samples, dealt, seeds)
-
-
-FEATURE_BLOCK_STREAM = 1  # tags the seed stream that deals a member's features into blocks
 
 
 def member_samples(n_samples: int, consensus: ConsensusConfig) -> int:
