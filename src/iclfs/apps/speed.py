@@ -334,7 +334,7 @@ def render(report: dict, notes: str = "") -> str:
     ]
     for added in env.get("added", []):
         lines += [f"Rows added {added['date']} (matmul rate {added['matmul_gflops']:.1f} GFLOP/s), replacing any "
-                  "of the same dataset or size:", "", "```bash", added["command"], "```", ""]
+                  "of the same dataset, or of the same size and settings:", "", "```bash", added["command"], "```", ""]
     lines += [
         "Per-epoch time is the median of the measured epochs after one warm-up epoch; peak memory is the",
         f"whole process's {'peak RSS' if env['device'] == 'cpu' else 'max allocated CUDA memory'} "
