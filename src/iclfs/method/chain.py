@@ -157,7 +157,8 @@ def rank(member_scores: np.ndarray, ranking: RankingConfig, consensus: Consensus
          laplacian: np.ndarray | None, k_values: list[int]) -> Ranking:
     """Combine the members' scores (members, d) into one ranking.
 
-    With one member the ranking is that member's raw score (the paper's run),
+    With one member the ranking is that member's own score (the paper's run;
+    with feature blocks, the rank within its block),
     whatever ``consensus.laplacian_weight``; ``laplacian`` (the Laplacian
     scores) is needed only for a consensus with ``laplacian_weight`` > 0.
     """
