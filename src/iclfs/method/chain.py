@@ -91,7 +91,7 @@ def check_for_data(settings: Settings, n_samples: int, n_features: int, source: 
         LOGGER.warning("%s: %d features, so k = %s of selection.k_values are left out", source, n_features,
                        ", ".join(map(str, dropped)))
     blocks = settings.consensus.feature_blocks
-    if n_features < MIN_BLOCK_FEATURES * blocks:
+    if blocks > 1 and n_features < MIN_BLOCK_FEATURES * blocks:
         raise DataValidationError(
             f"{source}: {n_features} feature(s) cannot be dealt into consensus.feature_blocks = {blocks} blocks of "
             f"at least {MIN_BLOCK_FEATURES}. Lower consensus.feature_blocks to at most "
