@@ -20,13 +20,9 @@ import time
 
 import numpy as np
 
-from iclfs.evaluation.protocol import best_k, evaluate_selections
-from iclfs.io.tables import read_feature_table
-from iclfs.method.config import LaplacianConfig, RuntimeConfig, SelectionConfig
+from exploration import Dataset
+from iclfs.method.config import RuntimeConfig
 from iclfs.method.consensus import mean_pairwise_jaccard, rank_score
-from iclfs.method.laplacian import laplacian_scores
-from iclfs.method.lgrc import select_features
-from iclfs.method.preprocessing import invert, prepare
 from iclfs.method.scores import feature_scores, rank_features
 from iclfs.method.training import embed, train
 
@@ -53,13 +49,9 @@ def block_scores(A: np.ndarray, blocks: int, deals: int, seed: int) -> np.ndarra
     return total / deals
 
 
-table = read_feature_table(sys.argv[1])
-X = prepare(table).standardized
-A = invert(X)
-codes = np.unique(np.asarray(table.y), return_inverse=True)[1]
-laplacian = laplacian_scores(X, n_neighbors=LaplacianConfig().n_neighbors)
-grid = [k for k in SelectionConfig().k_values if k < X.shape[1]]
-print(f"{table.source}: d = {X.shape[1]}, n = {X.shape[0]}")
+data = Dataset(sys.argv[1])
+d, n = data.A.shape
+print(f"{data.table.source}: d = {d}, n = {n}")
 print("| ranking | best-k accuracy (mean ± std over seeds 0-2) | Jaccard@50 between seeds | seconds per seed |")
 print("|---|---|---|---|")
 for name in sys.argv[2:] or DEFAULT_VARIANTS:
@@ -67,10 +59,10 @@ for name in sys.argv[2:] or DEFAULT_VARIANTS:
     accuracies, selections, seconds = [], [], []
     for seed in SEEDS:
         started = time.perf_counter()
-        ranking = rank_features(block_scores(A, blocks, deals, seed))
+        ranking = rank_features(block_scores(data.A, blocks, deals, seed))
         seconds.append(time.perf_counter() - started)
-        picks = {k: select_features(ranking, laplacian, k) for k in grid}
-        selections.append(picks[50])
-        accuracies.append(100 * best_k(evaluate_selections(X, codes, picks))["accuracy_mean"])
+        accuracy, selection = data.evaluate(ranking)
+        accuracies.append(accuracy)
+        selections.append(selection)
     print(f"| {name} | {np.mean(accuracies):.2f} ± {np.std(accuracies):.2f} | "
           f"{mean_pairwise_jaccard(selections):.3f} | {np.mean(seconds):.0f} |", flush=True)

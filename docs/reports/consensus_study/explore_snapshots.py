@@ -15,28 +15,18 @@ import sys
 
 import numpy as np
 
-from iclfs.evaluation.protocol import best_k, evaluate_selections
-from iclfs.io.tables import read_feature_table
-from iclfs.method.config import LaplacianConfig, SelectionConfig
+from exploration import Dataset
 from iclfs.method.consensus import jaccard, mean_pairwise_jaccard, rank_score
-from iclfs.method.laplacian import laplacian_scores
-from iclfs.method.lgrc import select_features
-from iclfs.method.preprocessing import invert, prepare
 from iclfs.method.scores import feature_scores, rank_features
 from iclfs.method.training import Trainer, embed
 
 SEEDS = (0, 1, 2)
 VARIANTS = {"final epoch": (100, 101), "last 10": (91, 101), "last 25": (76, 101), "last 50": (51, 101)}
 
-table = read_feature_table(sys.argv[1])
-X = prepare(table).standardized
-A = invert(X)
-codes = np.unique(np.asarray(table.y), return_inverse=True)[1]
-laplacian = laplacian_scores(X, n_neighbors=LaplacianConfig().n_neighbors)
-grid = [k for k in SelectionConfig().k_values if k < X.shape[1]]
+data = Dataset(sys.argv[1])
 snapshots = {}
 for seed in SEEDS:
-    trainer = Trainer(A, seed=seed)
+    trainer = Trainer(data.A, seed=seed)
     snapshots[seed] = {}
     for epoch in range(1, 101):
         trainer.step()
@@ -47,10 +37,10 @@ print("|---|---|---|")
 for name, (first, stop) in VARIANTS.items():
     accuracies, selections = [], []
     for seed in SEEDS:
-        ranking = rank_features(rank_score(np.array([snapshots[seed][e] for e in range(first, stop)])))
-        picks = {k: select_features(ranking, laplacian, k) for k in grid}
-        selections.append(picks[50])
-        accuracies.append(100 * best_k(evaluate_selections(X, codes, picks))["accuracy_mean"])
+        accuracy, selection = data.evaluate(rank_features(rank_score(
+            np.array([snapshots[seed][e] for e in range(first, stop)]))))
+        accuracies.append(accuracy)
+        selections.append(selection)
     agreement = mean_pairwise_jaccard(selections)
     print(f"| {name} | {np.mean(accuracies):.2f} ± {np.std(accuracies):.2f} | {agreement:.3f} |")
 last = snapshots[SEEDS[0]]
