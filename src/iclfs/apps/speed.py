@@ -46,7 +46,7 @@ import torch
 from iclfs.evaluation.benchmark import BENCHMARKED_CONSENSUS
 from iclfs.io.tables import read_feature_table
 from iclfs.method import chain
-from iclfs.method.consensus import total_epochs
+from iclfs.method.consensus import total_epochs, total_seconds
 from iclfs.method.config import RuntimeConfig, Settings, TrainingConfig, ViewConfig
 from iclfs.method.model import FeatureAttention
 from iclfs.method.preprocessing import FeatureTable, invert, prepare
@@ -260,7 +260,7 @@ def selection_worker(source: str, device_name: str, overrides: str = "") -> dict
     seconds = time.perf_counter() - started
     d, n = result.prepared.standardized.shape[1], result.prepared.standardized.shape[0]
     return {"shape": source, "source": source, "overrides": overrides, "d": d, "n": n, "seconds": seconds,
-            "training_seconds": sum(m.seconds for m in result.members), "members": len(result.members),
+            "training_seconds": total_seconds(result.members), "members": len(result.members),
             "epochs": total_epochs(result.members), "device": result.members[0].results[0].device,
             "threads": result.members[0].results[0].threads, "peak_rss_bytes": peak_rss_bytes()}
 
@@ -428,6 +428,10 @@ def render(report: dict, notes: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+def _row_name(row: dict, keys: tuple[str, ...]) -> tuple:
+    return tuple(row.get(key, "") for key in keys)
+
+
 def add_rows(report: dict, added: dict) -> dict:
     """``report`` with the rows of ``added`` (a report of the same shape): a row of the same key is replaced.
 
@@ -437,12 +441,8 @@ def add_rows(report: dict, added: dict) -> dict:
     merged = {**report, "environment": {**report["environment"]}}
     for section, keys in ROW_KEYS.items():
         new = added.get(section) or []
-
-        def name(row: dict) -> tuple:
-            return tuple(row.get(key, "") for key in keys)
-
-        named = {name(row) for row in new}
-        merged[section] = [row for row in report.get(section, []) if name(row) not in named] + new
+        named = {_row_name(row, keys) for row in new}
+        merged[section] = [row for row in report.get(section, []) if _row_name(row, keys) not in named] + new
     env = added["environment"]
     merged["environment"]["added"] = [*report["environment"].get("added", []),
                                       {k: env[k] for k in ("date", "command", "matmul_gflops")}]
