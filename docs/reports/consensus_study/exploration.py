@@ -21,7 +21,11 @@ class Dataset:
         self.laplacian = laplacian_scores(self.X, n_neighbors=LaplacianConfig().n_neighbors)
         self.grid = [k for k in SelectionConfig().k_values if k < self.X.shape[1]]
 
+    def selection(self, ranking: np.ndarray, k: int) -> np.ndarray:
+        """The k features LGRC selects from ``ranking`` (method.md §7)."""
+        return select_features(ranking, self.laplacian, k)
+
     def evaluate(self, ranking: np.ndarray) -> tuple[float, np.ndarray]:
         """Best-k accuracy in percent (method.md §8, LGRC at every k) and the k = 50 selection."""
-        picks = {k: select_features(ranking, self.laplacian, k) for k in self.grid}
+        picks = {k: self.selection(ranking, k) for k in self.grid}
         return 100 * best_k(evaluate_selections(self.X, self.codes, picks))["accuracy_mean"], picks[50]
