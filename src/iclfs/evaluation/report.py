@@ -188,6 +188,46 @@ def headline(results: pd.DataFrame, spec: ReportSpec) -> tuple[list[str], dict]:
     return lines, targets
 
 
+def comparison(results: pd.DataFrame, methods: Mapping[str, str], datasets: Sequence[str], seeds: Sequence[int],
+               k: int = 50) -> list[str]:
+    """Named methods side by side on each dataset, measured and not judged (no points, no winner).
+
+    Parameters
+    ----------
+    results : pandas.DataFrame
+        Benchmark cells gathered into one table.
+    methods : mapping of str to str
+        ``{short name: benchmark method name}``; the first is the one the others' time is measured against.
+    datasets, seeds : sequence
+        What to show; each method is summarized over those of ``seeds`` it has cells at.
+    k : int
+        The k whose selections the Jaccard index compares.
+
+    Returns
+    -------
+    list of str
+        Markdown lines: one row per (dataset, method) that has a cell, with its accuracy (mean ± std and the
+        number of seeds), its Jaccard@k between seeds, its seconds per seed and their ratio to the first
+        method's, and the dataset's best baseline over the same seeds.
+    """
+    reference = next(iter(methods))
+    lines = ["| candidate | method |", "|---|---|", *(f"| {name} | {method} |" for name, method in methods.items()),
+             "", f"| dataset | candidate | accuracy (mean ± std, seeds) | Jaccard@{k} | seconds per seed | "
+                 f"time / {reference}'s | best baseline |", "|---|---|---|---|---|---|---|"]
+    for dataset in datasets:
+        found = {name: summarize(results, dataset, method, seeds, k) for name, method in methods.items()}
+        baseline = best_baseline(results, dataset, seeds, k)
+        ref = found[reference]
+        for name, summary in found.items():
+            if summary is None:
+                continue
+            ratio = summary.seconds / ref.seconds if ref is not None and ref.seconds > 0 else None
+            lines.append(f"| {dataset} | {name} | {summary.cell()} | {_fmt(summary.jaccard)} | "
+                         f"{summary.seconds:.0f} | {_fmt(ratio)} | "
+                         f"{f'{baseline[0]} {baseline[1].cell()}' if baseline else '–'} |")
+    return lines
+
+
 def _verdict(ok: bool | None) -> str:
     return "–" if ok is None else ("**met**" if ok else "**missed**")
 
