@@ -265,20 +265,18 @@ def main(argv: list[str] | None = None) -> None:
     report.add_argument("--cells", nargs="+", default=[CELLS, f"{PUBLISHED}/cells"])
     report.add_argument("--published", default=PUBLISHED)
     report.add_argument("--data-dirs", nargs="+", default=list(DATA_DIRS))
-    decide = commands.add_parser("decide", help="score candidates by the rule of docs/consensus.md")
-    decide.add_argument("--candidates", nargs="+", required=True, metavar="NAME=SETTINGS",
-                        help="NAME=section.key=value,...; the first is the reference (one run)")
-    decide.add_argument("--datasets", nargs="+", default=list(VALIDATION_DATASETS))
-    decide.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44])
-    decide.add_argument("--cells", nargs="+", default=[CELLS, f"{PUBLISHED}/cells"])
-    decide.add_argument("--out", help="also write the Markdown to this file")
-    compare = commands.add_parser("compare", help="show candidates side by side, without points or a winner")
-    compare.add_argument("--candidates", nargs="+", required=True, metavar="NAME=SETTINGS",
-                         help="NAME=section.key=value,...; time is shown as a ratio to the first's")
-    compare.add_argument("--datasets", nargs="+", default=list(DATASETS))
-    compare.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44])
-    compare.add_argument("--cells", nargs="+", default=[CELLS, f"{PUBLISHED}/cells"])
-    compare.add_argument("--out", help="also write the Markdown to this file")
+    for command, summary, first, datasets in (
+            ("decide", "score candidates by the rule of docs/consensus.md", "the first is the reference (one run)",
+             VALIDATION_DATASETS),
+            ("compare", "show candidates side by side, without points or a winner",
+             "time is shown as a ratio to the first's", DATASETS)):
+        candidates = commands.add_parser(command, help=summary)
+        candidates.add_argument("--candidates", nargs="+", required=True, metavar="NAME=SETTINGS",
+                                help=f"NAME=section.key=value,...; {first}")
+        candidates.add_argument("--datasets", nargs="+", default=list(datasets))
+        candidates.add_argument("--seeds", type=int, nargs="+", default=[42, 43, 44])
+        candidates.add_argument("--cells", nargs="+", default=[CELLS, f"{PUBLISHED}/cells"])
+        candidates.add_argument("--out", help="also write the Markdown to this file")
     args = parser.parse_args(argv)
 
     if args.command in ("decide", "compare"):
