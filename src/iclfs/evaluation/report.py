@@ -139,6 +139,11 @@ def _fmt(value: float | None, digits: int = 2) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+def _baseline_cell(baseline: tuple[str, Summary] | None) -> str:
+    """A :func:`best_baseline` as a table cell: its name and its mean ± std (seeds), or – when none."""
+    return f"{baseline[0]} {baseline[1].cell()}" if baseline else "–"
+
+
 def _label(spec: ReportSpec, method: str) -> str:
     return f"{method} (the default)" if method == spec.default else method
 
@@ -174,7 +179,7 @@ def headline(results: pd.DataFrame, spec: ReportSpec) -> tuple[list[str], dict]:
             jaccards.append(consensus.jaccard)
         lines.append(
             f"| {dataset} | {single.cell() if single else '–'} | {consensus.cell() if consensus else '–'} | "
-            f"{f'{baseline[0]} {baseline[1].cell()}' if baseline else '–'} | "
+            f"{_baseline_cell(baseline)} | "
             f"{_fmt(single.jaccard if single else None)} | {_fmt(consensus.jaccard if consensus else None)} | "
             f"{_fmt(cost)} |")
     targets = {
@@ -224,7 +229,7 @@ def comparison(results: pd.DataFrame, methods: Mapping[str, str], datasets: Sequ
             ratio = summary.seconds / ref.seconds if ref is not None and ref.seconds > 0 else None
             lines.append(f"| {dataset} | {name} | {summary.cell()} | {_fmt(summary.jaccard)} | "
                          f"{summary.seconds:.0f} | {_fmt(ratio)} | "
-                         f"{f'{baseline[0]} {baseline[1].cell()}' if baseline else '–'} |")
+                         f"{_baseline_cell(baseline)} |")
     return lines
 
 
