@@ -1,29 +1,44 @@
-import os
-STUDY = os.environ.get("STUDY", ".")  # where members and results are kept
-SHARED = os.environ.get("SHARED", "../shared")  # the .mat files
-import sys, numpy as np, json
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from study_eval import *
-from iclfs.core import baselines as B
-from iclfs.core.evaluation import evaluate_selections, best_k
-res = {}
+"""Round 1: the baselines' best-k accuracy at seed 42 on the validation sets (percent).
+
+    python docs/reports/consensus_study/study_baselines.py lung_small ORL Isolet madelon
+
+The benchmark's baseline cells (docs/reports/benchmark.md) measure the same
+baselines at the three outer seeds; this is the quick seed-42 look round 1 had.
+"""
+
+import sys
+
+import numpy as np
+
+from study_eval import data
+from iclfs.evaluation import baselines
+from iclfs.evaluation.protocol import best_k, evaluate_selections
+
+
+def best_k_accuracy(dataset, selections: dict) -> float:
+    """Best-k accuracy of one selection per k; several rankings at a k score their mean."""
+    rows = []
+    for k, picks in selections.items():
+        accuracy = np.mean([evaluate_selections(dataset.X, dataset.codes, {k: p})[0]["accuracy_mean"] for p in picks])
+        rows.append(dict(k=k, accuracy_mean=accuracy))
+    return 100 * best_k(rows)["accuracy_mean"]
+
+
 for name in sys.argv[1:]:
-    X, y, ls = data(name)
-    d = X.shape[1]; ks = [k for k in KS if k <= d]
-    c = len(np.unique(y))
-    out = {}
-    def ev(rankings):
-        rows = []
-        for k in ks:
-            sel = {k: r[:k] for r in rankings}
-        accs = []
-        rows = [dict(k=k, accuracy_mean=np.mean([evaluate_selections(X, y, {k: r[:k]}, 20, 42)[0]["accuracy_mean"] for r in rankings])) for k in ks]
-        return best_k(rows)["accuracy_mean"]
-    out["LS"] = ev([B.rank_ascending(ls)])
-    out["SPEC"] = ev([B.spec_ranking(X.astype(np.float64))])
-    out["NDFS"] = ev([B.ndfs_ranking(X.astype(np.float64), c, n_neighbors=5, alpha=1.0, beta=1.0, gamma=1e8, max_iter=50)])
-    mc = B.mcfs_selections(X.astype(np.float64), c, ks, n_neighbors=5)
-    out["MCFS"] = best_k([dict(k=k, accuracy_mean=evaluate_selections(X, y, {k: mc[k][:k]}, 20, 42)[0]["accuracy_mean"]) for k in ks])["accuracy_mean"]
-    out["random"] = ev(list(B.random_rankings(d, 5, seed=42)))
-    out["all"] = evaluate_selections(X, y, {d: np.arange(d)}, 20, 42)[0]["accuracy_mean"]
-    print(name, {k: round(100*v, 2) for k, v in out.items()}, flush=True)
+    dataset = data(name)
+    X, d = dataset.X.astype(np.float64), dataset.X.shape[1]
+    classes = len(np.unique(dataset.codes))
+
+    def by_k(rankings) -> float:
+        return best_k_accuracy(dataset, {k: [r[:k] for r in rankings] for k in dataset.grid})
+
+    mcfs = baselines.mcfs_selections(X, classes, dataset.grid, n_neighbors=5)
+    accuracy = {
+        "LS": by_k([baselines.rank_ascending(dataset.laplacian)]),
+        "SPEC": by_k([baselines.spec_ranking(X)]),
+        "NDFS": by_k([baselines.ndfs_ranking(X, classes, n_neighbors=5, alpha=1.0, beta=1.0, gamma=1e8, max_iter=50)]),
+        "MCFS": best_k_accuracy(dataset, {k: [mcfs[k][:k]] for k in dataset.grid}),
+        "random": by_k(list(baselines.random_rankings(d, 5, seed=42))),
+        "all": 100 * evaluate_selections(dataset.X, dataset.codes, {d: np.arange(d)})[0]["accuracy_mean"],
+    }
+    print(name, {method: round(float(value), 2) for method, value in accuracy.items()}, flush=True)

@@ -1,19 +1,32 @@
-import os
-STUDY = os.environ.get("STUDY", ".")  # where members and results are kept
-SHARED = os.environ.get("SHARED", "../shared")  # the .mat files
-import sys, numpy as np, itertools
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from study_eval import *
+"""Round 1: how alike the members' scores are (mean pairwise Spearman correlation) after t epochs.
+
+    STUDY=<scratch> python docs/reports/consensus_study/study_corr.py lung_small
+
+For the ``full`` and ``sub50`` members: z-norm against z-norm, h-norm against
+h-norm, and each member's z-norm against the negated Laplacian score.
+"""
+
+import itertools
+import sys
+
+import numpy as np
 from scipy.stats import spearmanr
+
+from study_eval import at, data, load
+
 name = sys.argv[1]
-X, y, ls = data(name)
-raw = prepare(read_feature_table(glob.glob(f"{SHARED}/*/{name}.mat")[0]))
-for cfg in ("full", "sub50"):
-    members = load(name, cfg)
-    for t in members[0]["cps"]:
-        zs = [at(m, t) for m in members.values()]
-        hs = [at(m, t, "h") for m in members.values()]
-        rz = np.mean([spearmanr(a, b).statistic for a, b in itertools.combinations(zs, 2)])
-        rh = np.mean([spearmanr(a, b).statistic for a, b in itertools.combinations(hs, 2)])
-        rls = np.mean([spearmanr(a, -ls).statistic for a in zs])
-        print(f"{cfg} t={t:3d} member-member rho z={rz:.3f} h={rh:.3f}  z vs -LS {rls:.3f}")
+laplacian = data(name).laplacian
+
+
+def mean_pairwise_rho(scores: list) -> float:
+    return float(np.mean([spearmanr(a, b).statistic for a, b in itertools.combinations(scores, 2)]))
+
+
+for config in ("full", "sub50"):
+    members = load(name, config)
+    for t in next(iter(members.values()))["checkpoints"]:
+        z = [at(m, t) for m in members.values()]
+        h = [at(m, t, "h") for m in members.values()]
+        with_laplacian = np.mean([spearmanr(s, -laplacian).statistic for s in z])
+        print(f"{config} t={t:3d} member-member rho z={mean_pairwise_rho(z):.3f} h={mean_pairwise_rho(h):.3f}  "
+              f"z vs -LS {with_laplacian:.3f}")

@@ -1,40 +1,68 @@
+"""Round 1: the candidates C1-C4 fixed in docs/consensus.md against one run, on one validation set.
+
+    STUDY=<scratch> python docs/reports/consensus_study/study_decide.py lung_small
+
+One run: the ``full`` members after 100 epochs. Candidates: the ``m50``
+members of outer seed s (seeds 100 s to 100 s + 7, on half the samples)
+after T epochs, the first E of them, combined by mean rank and, with a
+Laplacian weight w, fused with the Laplacian score's rank score.
+
+Round 1 fused the mean-rank score itself: (1 - w) c + w r_laplacian, with c
+the members' mean rank scaled to [0, 1]. ``iclfs.method.consensus.
+fuse_laplacian``, which the package and the benchmark run, re-ranks c first
+(docs/consensus.md, step 4): a mean of nearly independent ranks bunches near
+the middle, and re-ranking spreads it over [0, 1], so the network's side
+weighs more there than it did in round 1. The candidates with a Laplacian
+weight are printed both ways: as round 1 measured them, and, marked
+"fuse_laplacian", as the package computes them. Prints and saves
+``$STUDY/decide_<dataset>.json``: (mean accuracy, std, Jaccard@50 between
+the outer seeds, number of seeds) per method.
+"""
+
+import json
 import os
-STUDY = os.environ.get("STUDY", ".")  # where members and results are kept
-SHARED = os.environ.get("SHARED", "../shared")  # the .mat files
-"""Evaluate the pre-registered candidates C1-C4 (docs/consensus.md) on a validation set."""
-import sys, json, numpy as np, itertools
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from study_eval import *
-from iclfs.core.scores import rank_features
+import sys
+
+import numpy as np
+
+from study_eval import STUDY, at, data, load, member_path
+from iclfs.method.consensus import combine, fuse_laplacian, mean_pairwise_jaccard
+from iclfs.method.scores import rank_features
+
+OUTER_SEEDS = (42, 43, 44)
+CANDIDATES = {"C1": (8, 10, 0.0), "C2": (8, 10, 0.5), "C3": (4, 20, 0.0), "C4": (4, 20, 0.5)}  # E, T, w
+
 name = sys.argv[1]
-X, y, ls = data(name)
+dataset = data(name)
 
-def rank_score(S):
-    S = np.atleast_2d(S); d = S.shape[1]
-    pos = np.array([np.argsort(rank_features(s)) for s in S], dtype=float) + 1
-    return 1 - (pos.mean(0) - 1) / (d - 1)
 
-def consensus(scores, w):
-    c = rank_score(np.array(scores))
-    if w:
-        c = (1 - w) * c + w * rank_score(-np.where(np.isfinite(ls), ls, np.inf))
-    return c
+def summary(results: list) -> tuple:
+    accuracies, selections = zip(*results)
+    return float(np.mean(accuracies)), float(np.std(accuracies)), mean_pairwise_jaccard(selections), len(results)
 
-def stats(results):
-    accs = [r[0] for r in results]; sels = [set(r[2][50]) for r in results]
-    jac = np.mean([len(a & b) / len(a | b) for a, b in itertools.combinations(sels, 2)])
-    return 100 * np.mean(accs), 100 * np.std(accs), jac
 
-out = {}
-full = load(name, "full")
-single = [evaluate_ranking(name, rank_features(at(m, 100))) for m in full.values()]
-out["single"] = stats(single) + (len(single),)
-members = {s: [np.load(f"{STUDY}/study/{name}__m50__{s*100+i}.npz") for i in range(8)] for s in (42, 43, 44)}
-def at_t(z, t): return z["z"][list(z["checkpoints"]).index(t)]
-cands = {"C1": (8, 10, 0.0), "C2": (8, 10, 0.5), "C3": (4, 20, 0.0), "C4": (4, 20, 0.5)}
-for c, (E, T, w) in cands.items():
-    res = [evaluate_ranking(name, rank_features(consensus([at_t(z, T) for z in members[s][:E]], w))) for s in (42, 43, 44)]
-    out[c] = stats(res) + (3,)
-    print(name, c, out[c], flush=True)
+def member_scores(seed: int, epochs: int) -> np.ndarray:
+    saved = np.load(member_path(name, "m50", seed))
+    return saved["z"][list(saved["checkpoints"]).index(epochs)]
+
+
+def round1_fusion(consensus: np.ndarray, weight: float) -> np.ndarray:
+    if weight == 0:
+        return consensus
+    laplacian_rank_score = fuse_laplacian(consensus, dataset.laplacian, 1.0)  # weight 1: the Laplacian's side alone
+    return (1 - weight) * consensus + weight * laplacian_rank_score
+
+
+out = {"single": summary([dataset.evaluate(rank_features(at(m, 100))) for m in load(name, "full").values()])}
+for candidate, (members, epochs, weight) in CANDIDATES.items():
+    consensus = {outer: combine([member_scores(100 * outer + i, epochs) for i in range(members)])
+                 for outer in OUTER_SEEDS}
+    fusions = {candidate: round1_fusion}
+    if weight:
+        fusions[f"{candidate} fuse_laplacian"] = lambda c, w: fuse_laplacian(c, dataset.laplacian, w)
+    for label, fuse in fusions.items():
+        out[label] = summary([dataset.evaluate(rank_features(fuse(c, weight))) for c in consensus.values()])
+        print(name, label, out[label], flush=True)
 print(name, "single", out["single"], flush=True)
-json.dump(out, open(f"{STUDY}/decide_{name}.json", "w"))
+with open(os.path.join(STUDY, f"decide_{name}.json"), "w") as f:
+    json.dump(out, f)
