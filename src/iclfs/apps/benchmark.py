@@ -27,6 +27,8 @@ and writes ``docs/reports/benchmark.md`` and its figures, as ``kedro run
 (:mod:`iclfs.evaluation.rule`) from their cells on the development datasets
 (the validation sets unless ``--datasets`` says otherwise) and names the
 winner; the first candidate is the reference the others are measured against.
+With some of another candidate's cells missing, it names a winner only when
+no outcome of those cells could change it.
 """
 
 from __future__ import annotations

@@ -8,6 +8,15 @@ k = 50 selections between the seeds is at least 0.6; its mean is at or
 above the best baseline's; its mean wall time per seed is at most 1.5x the
 reference's. The most points over the datasets wins; a tie goes to the
 higher mean accuracy averaged over the datasets.
+
+A round whose candidates are measured over several sessions can often be
+settled before its last cells: with some of a candidate's seeds missing,
+:func:`points` bounds each point from the cells it has (an accuracy lies in
+[0, 100]; a standard deviation is at least the spread of the seeds already
+run; the Jaccard distance is a metric, so the seeds already run cap how much
+a missing one can share with them; a seed takes no less than no time), and
+:func:`decide` names a winner only when no outcome of the missing cells could
+change it.
 """
 
 from __future__ import annotations
@@ -15,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
-from iclfs.evaluation.report import best_baseline, summarize
+from iclfs.evaluation.report import Summary, best_baseline, summarize
 
 POINTS = ("accuracy", "spread", "stability", "baseline", "cost")
 
@@ -63,78 +73,163 @@ def points(results: pd.DataFrame, candidates: Mapping[str, str], reference: str,
     datasets : sequence of str
         The development datasets.
     seeds : sequence of int
-        The outer seeds; every candidate and the baselines must have a cell at each.
+        The outer seeds. The reference and the baselines must have a cell at each; another
+        candidate may lack some, and then its points are bounded (see the module's docstring).
     rule : Rule
         The thresholds.
 
     Returns
     -------
     pandas.DataFrame
-        One row per (dataset, candidate): ``mean``, ``std``, ``jaccard``, ``seconds``, one 0/1 column per
-        point of :data:`POINTS` and ``total``.
+        One row per (dataset, candidate): ``seeds`` (how many have a cell), ``mean``, ``std``,
+        ``jaccard`` and ``seconds`` over those seeds (None without any); one column per point of
+        :data:`POINTS`, 1 (earned), 0 (not earned) or None (the missing cells decide);
+        ``total`` (points earned), ``total_max`` (earned or open) and ``mean_min``, ``mean_max``
+        (the mean accuracy over all the seeds, bounded when some are missing).
 
     Raises
     ------
     IncompleteError
-        When a cell is missing, naming the dataset, the method and the seeds it has.
+        When a cell of the reference or the baselines is missing, naming the dataset, the method and
+        the seeds it has.
     """
     if reference not in candidates:
         raise ValueError(f"the reference {reference!r} is not one of the candidates {list(candidates)}")
     rows = []
     for dataset in datasets:
         found = {name: summarize(results, dataset, method, seeds, rule.k) for name, method in candidates.items()}
-        for name, summary in found.items():
-            if summary is None or sorted(summary.seeds) != sorted(seeds):
-                have = list(summary.seeds) if summary else []
-                raise IncompleteError(f"{dataset}: {candidates[name]!r} ({name}) has cells at seeds {have}, "
-                                      f"the rule needs {list(seeds)}")
+        ref = found[reference]
+        if ref is None or sorted(ref.seeds) != sorted(seeds):
+            raise IncompleteError(f"{dataset}: {candidates[reference]!r} ({reference}) has cells at seeds "
+                                  f"{list(ref.seeds) if ref else []}, the rule needs {list(seeds)}")
         baseline = best_baseline(results, dataset, seeds, rule.k)
         if baseline is None or sorted(baseline[1].seeds) != sorted(seeds):
             raise IncompleteError(f"{dataset}: the baselines have no cells at every seed of {list(seeds)}")
-        ref = found[reference]
         for name, s in found.items():
-            row = {"dataset": dataset, "candidate": name, "mean": s.mean, "std": s.std, "jaccard": s.jaccard,
-                   "seconds": s.seconds, "best_baseline": f"{baseline[0]} {baseline[1].mean:.2f}",
-                   "accuracy": int(s.mean >= ref.mean),
-                   "spread": int(s.std is not None and ref.std is not None and s.std <= rule.spread_ratio * ref.std),
-                   "stability": int(s.jaccard is not None and s.jaccard >= rule.jaccard),
-                   "baseline": int(s.mean >= baseline[1].mean),
-                   "cost": int(s.seconds <= rule.cost_ratio * ref.seconds)}
-            row["total"] = sum(row[p] for p in POINTS)
-            rows.append(row)
+            scored = _score(s, len(seeds), ref, baseline[1].mean, rule)
+            rows.append({"dataset": dataset, "candidate": name, "seeds": len(s.seeds) if s else 0,
+                         "mean": s.mean if s else None, "std": s.std if s else None,
+                         "jaccard": s.jaccard if s else None, "seconds": s.seconds if s else None,
+                         "best_baseline": f"{baseline[0]} {baseline[1].mean:.2f}", **scored})
     return pd.DataFrame(rows)
 
 
-def decide(table: pd.DataFrame) -> tuple[str, pd.DataFrame]:
-    """The winner of a :func:`points` table, and each candidate's total and mean accuracy, best first.
+def _score(s: Summary | None, n: int, ref: Summary, baseline: float, rule: Rule) -> dict:
+    """The points of one candidate's summary over those of the ``n`` seeds it has, bounded where some are missing."""
+    m = len(s.seeds) if s else 0
+    if m == n:
+        mean_min = mean_max = s.mean
+        std, jaccard_min, jaccard_max, seconds_min = s.std, s.jaccard, s.jaccard, s.seconds
+    else:
+        have = float(np.sum(s.accuracies)) if s else 0.0
+        mean_min, mean_max = have / n, (have + 100.0 * (n - m)) / n
+        # all missing seeds at the mean of those run: the least spread the n can have
+        std = float(np.sqrt(np.sum((np.asarray(s.accuracies) - s.mean) ** 2) / n)) if m > 1 else 0.0
+        jaccard_min, jaccard_max = _jaccard_bounds(s.jaccard if s else None, m, n)
+        seconds_min = s.seconds * m / n if s else 0.0
+    spread_limit = rule.spread_ratio * ref.std if ref.std is not None else None
+    cost_limit = rule.cost_ratio * ref.seconds
+
+    def point(earned: bool, possible: bool) -> int | None:
+        return 1 if earned else 0 if not possible else None
+
+    complete = m == n
+    scored = {
+        "accuracy": point(mean_min >= ref.mean, mean_max >= ref.mean),
+        "spread": point(complete and std is not None and spread_limit is not None and std <= spread_limit,
+                        std is not None and spread_limit is not None and std <= spread_limit),
+        "stability": point(jaccard_min is not None and jaccard_min >= rule.jaccard,
+                           jaccard_max is not None and jaccard_max >= rule.jaccard),
+        "baseline": point(mean_min >= baseline, mean_max >= baseline),
+        "cost": point(complete and seconds_min <= cost_limit, seconds_min <= cost_limit),
+    }
+    return {**scored, "total": sum(v == 1 for v in scored.values()),
+            "total_max": sum(v != 0 for v in scored.values()), "mean_min": mean_min, "mean_max": mean_max}
+
+
+def _jaccard_bounds(known: float | None, m: int, n: int) -> tuple[float, float]:
+    """Bounds on the mean pairwise Jaccard index of n selections, given the mean ``known`` of m of them.
+
+    A missing selection x shares with the m known ones at most m - D / (m - 1) in total, D being the
+    sum of the known pairs' Jaccard distances: summing d(i, x) + d(j, x) >= d(i, j) over the known
+    pairs gives (m - 1) sum_i d(i, x) >= D. Two missing selections may be alike.
+    """
+    pairs = n * (n - 1) / 2
+    known_pairs = m * (m - 1) / 2
+    if m > 1 and known is None:  # selections missing from cells that exist: nothing is known
+        return 0.0, 1.0
+    shared = (known or 0.0) * known_pairs
+    with_missing = m - (known_pairs - shared) / (m - 1) if m > 1 else float(m)
+    missing = n - m
+    return shared / pairs, (shared + missing * with_missing + missing * (missing - 1) / 2) / pairs
+
+
+def decide(table: pd.DataFrame) -> tuple[str | None, pd.DataFrame]:
+    """The winner of a :func:`points` table, and each candidate's points and mean accuracy, best first.
 
     The most points over the datasets wins; a tie goes to the higher mean accuracy averaged over the
-    datasets (a tie in both goes to the candidate listed first).
+    datasets (a tie in both goes to the candidate listed first). With cells missing, the winner is the
+    candidate that wins even if it earns none of its open points and every other candidate earns all of
+    theirs, at the least and the most mean accuracy the missing cells allow; None when there is none.
+    The totals give ``points`` (earned), ``points_max`` (earned or open), ``mean_accuracy`` (over the
+    seeds run) and ``mean_min``, ``mean_max`` (over all the seeds, bounded).
     """
     order = list(dict.fromkeys(table["candidate"]))
+    table = table.assign(total_max=table.get("total_max", table["total"]),
+                         mean_min=table.get("mean_min", table["mean"]), mean_max=table.get("mean_max", table["mean"]))
     totals = (table.groupby("candidate", sort=False)
-              .agg(points=("total", "sum"), mean_accuracy=("mean", "mean"))
+              .agg(points=("total", "sum"), points_max=("total_max", "sum"), mean_accuracy=("mean", "mean"),
+                   mean_min=("mean_min", "mean"), mean_max=("mean_max", "mean"))
               .reindex(order).reset_index())
     # a stable sort keeps the listed order among candidates tied in both
-    totals = totals.sort_values(["points", "mean_accuracy"], ascending=False, kind="stable").reset_index(drop=True)
-    return str(totals["candidate"].iloc[0]), totals
+    totals = totals.sort_values(["points", "points_max", "mean_accuracy"], ascending=False,
+                                kind="stable").reset_index(drop=True)
+    rows = list(totals.itertuples(index=False))
+
+    def beats(x, y) -> bool:
+        if x.points != y.points_max:
+            return x.points > y.points_max
+        if x.mean_min != y.mean_max:
+            return x.mean_min > y.mean_max
+        return order.index(x.candidate) < order.index(y.candidate)
+
+    winners = [x.candidate for x in rows if all(beats(x, y) for y in rows if y is not x)]
+    return (str(winners[0]) if winners else None), totals
 
 
-def markdown(table: pd.DataFrame, totals: pd.DataFrame, winner: str, candidates: Mapping[str, str]) -> str:
-    """The points table, the totals and the winner as Markdown."""
+def markdown(table: pd.DataFrame, totals: pd.DataFrame, winner: str | None, candidates: Mapping[str, str]) -> str:
+    """The points table, the totals and the winner as Markdown; ``?`` marks a point the missing cells decide."""
 
     def fmt(value: float | None) -> str:
         return "–" if value is None or pd.isna(value) else f"{value:.2f}"
 
+    def span(low, high, cell) -> str:
+        return cell(low) if low == high else f"{cell(low)}–{cell(high)}"
+
+    n = int(table["seeds"].max()) if "seeds" in table else None
+    partial = n is not None and bool((table["seeds"] < n).any())
     lines = ["| candidate | method |", "|---|---|"]
     lines += [f"| {name} | {method} |" for name, method in candidates.items()]
     lines += ["", "| dataset | candidate | accuracy (mean ± std) | Jaccard@50 | seconds per seed | best baseline | "
               + " | ".join(POINTS) + " | points |", "|---|---|---|---|---|---|" + "---|" * (len(POINTS) + 1)]
     for row in table.itertuples(index=False):
-        lines.append(f"| {row.dataset} | {row.candidate} | {row.mean:.2f} ± {fmt(row.std)} | {fmt(row.jaccard)} | "
-                     f"{row.seconds:.0f} | {row.best_baseline} | "
-                     + " | ".join(str(getattr(row, p)) for p in POINTS) + f" | {row.total} |")
+        accuracy = f"{fmt(row.mean)} ± {fmt(row.std)}"
+        if partial and row.seeds < n:
+            accuracy += f" ({row.seeds} of {n} seeds)"
+        seconds = "–" if row.seconds is None or pd.isna(row.seconds) else f"{row.seconds:.0f}"
+        marks = ["?" if pd.isna(getattr(row, p)) else str(int(getattr(row, p))) for p in POINTS]
+        lines.append(f"| {row.dataset} | {row.candidate} | {accuracy} | {fmt(row.jaccard)} | {seconds} | "
+                     f"{row.best_baseline} | " + " | ".join(marks)
+                     + f" | {span(row.total, getattr(row, 'total_max', row.total), str)} |")
     lines += ["", "| candidate | points | mean accuracy over the datasets |", "|---|---|---|"]
-    lines += [f"| {row.candidate} | {row.points} | {row.mean_accuracy:.2f} |" for row in totals.itertuples(index=False)]
-    lines += ["", f"Winner by the rule: **{winner}** ({candidates[winner]})."]
+    for row in totals.itertuples(index=False):
+        accuracy = f"{row.mean_accuracy:.2f}"
+        if partial and row.mean_min != row.mean_max:
+            accuracy += f" over the seeds run; {span(row.mean_min, row.mean_max, lambda v: f'{v:.2f}')} over all"
+        lines.append(f"| {row.candidate} | {span(row.points, row.points_max, str)} | {accuracy} |")
+    if winner is None:
+        lines += ["", "No winner yet: the missing cells could still change the order."]
+    else:
+        settled = ", whatever the missing cells give" if partial else ""
+        lines += ["", f"Winner by the rule: **{winner}** ({candidates[winner]}){settled}."]
     return "\n".join(lines) + "\n"
