@@ -118,6 +118,7 @@ def test_the_jaccard_bounds_are_hand_computed_and_hold_for_any_missing_selection
     assert _jaccard_bounds(0.5, 3, 4) == pytest.approx((1.5 / 6, 3.75 / 6))
     assert _jaccard_bounds(None, 1, 3) == (0.0, 1.0) and _jaccard_bounds(None, 0, 3) == (0.0, 1.0)
     assert _jaccard_bounds(None, 2, 3) == (0.0, 1.0)  # cells without their selections
+    assert _jaccard_bounds(None, 0, 1) == (None, None)  # one seed has no pair
     rng = np.random.default_rng(0)
     for _ in range(300):
         n = int(rng.integers(2, 6))

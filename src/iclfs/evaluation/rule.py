@@ -147,13 +147,15 @@ def _score(s: Summary | None, n: int, ref: Summary, baseline: float, rule: Rule)
             "total_max": sum(v != 0 for v in scored.values()), "mean_min": mean_min, "mean_max": mean_max}
 
 
-def _jaccard_bounds(known: float | None, m: int, n: int) -> tuple[float, float]:
+def _jaccard_bounds(known: float | None, m: int, n: int) -> tuple[float | None, float | None]:
     """Bounds on the mean pairwise Jaccard index of n selections, given the mean ``known`` of m of them.
 
     A missing selection x shares with the m known ones at most m - D / (m - 1) in total, D being the
     sum of the known pairs' Jaccard distances: summing d(i, x) + d(j, x) >= d(i, j) over the known
     pairs gives (m - 1) sum_i d(i, x) >= D. Two missing selections may be alike.
     """
+    if n < 2:  # one seed has no pair: no Jaccard index, as for a complete candidate
+        return None, None
     pairs = n * (n - 1) / 2
     known_pairs = m * (m - 1) / 2
     if m > 1 and known is None:  # selections missing from cells that exist: nothing is known
