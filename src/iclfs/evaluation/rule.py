@@ -225,7 +225,7 @@ def markdown(table: pd.DataFrame, totals: pd.DataFrame, winner: str | None, cand
                      + f" | {span(row.total, getattr(row, 'total_max', row.total), str)} |")
     lines += ["", "| candidate | points | mean accuracy over the datasets |", "|---|---|---|"]
     for row in totals.itertuples(index=False):
-        accuracy = f"{row.mean_accuracy:.2f}"
+        accuracy = fmt(row.mean_accuracy)
         if partial and row.mean_min != row.mean_max:
             accuracy += f" over the seeds run; {span(row.mean_min, row.mean_max, lambda v: f'{v:.2f}')} over all"
         lines.append(f"| {row.candidate} | {span(row.points, row.points_max, str)} | {accuracy} |")
