@@ -150,7 +150,7 @@ def test_a_winner_is_named_only_when_no_missing_cell_can_change_it():
     assert totals[["candidate", "points", "points_max"]].values.tolist() == [["R", 3, 3], ["B", 1, 3]]
 
 
-def test_markdown_marks_the_points_the_missing_cells_decide(tmp_path):
+def test_markdown_marks_the_points_the_missing_cells_decide():
     cells = _grid({ONE: ((0.50, 0.51, 0.52), 100.0, None)}, baseline=0.60)
     cells += [cell(WIDE, 42, [0.30], dataset="a", ks=(50,), seconds=1000.0)]
     candidates = {"R": ONE, "L1": WIDE}

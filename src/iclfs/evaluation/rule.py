@@ -134,14 +134,15 @@ def _score(s: Summary | None, n: int, ref: Summary, baseline: float, rule: Rule)
         return 1 if earned else 0 if not possible else None
 
     complete = m == n
+    steady_enough = std is not None and spread_limit is not None and std <= spread_limit
+    fast_enough = seconds_min <= cost_limit
     scored = {
         "accuracy": point(mean_min >= ref.mean, mean_max >= ref.mean),
-        "spread": point(complete and std is not None and spread_limit is not None and std <= spread_limit,
-                        std is not None and spread_limit is not None and std <= spread_limit),
+        "spread": point(complete and steady_enough, steady_enough),
         "stability": point(jaccard_min is not None and jaccard_min >= rule.jaccard,
                            jaccard_max is not None and jaccard_max >= rule.jaccard),
         "baseline": point(mean_min >= baseline, mean_max >= baseline),
-        "cost": point(complete and seconds_min <= cost_limit, seconds_min <= cost_limit),
+        "cost": point(complete and fast_enough, fast_enough),
     }
     return {**scored, "total": sum(v == 1 for v in scored.values()),
             "total_max": sum(v != 0 for v in scored.values()), "mean_min": mean_min, "mean_max": mean_max}
