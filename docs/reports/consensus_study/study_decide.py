@@ -16,7 +16,11 @@ weighs more there than it did in round 1. The candidates with a Laplacian
 weight are printed both ways: as round 1 measured them, and, marked
 "fuse_laplacian", as the package computes them. Prints and saves
 ``$STUDY/decide_<dataset>.json``: (mean accuracy, std, Jaccard@50 between
-the outer seeds, number of seeds) per method.
+the outer seeds, number of seeds) per method, with ``laplacian`` the
+Laplacian score's own ranking through the same protocol; and, under
+``overlap_with_laplacian``, each fused candidate's mean Jaccard@50 with the
+Laplacian score's selection, which tells how much of its agreement between
+seeds is the Laplacian score's.
 """
 
 import json
@@ -26,7 +30,7 @@ import sys
 import numpy as np
 
 from study_eval import STUDY, at, data, load, member_path
-from iclfs.method.consensus import combine, fuse_laplacian, mean_pairwise_jaccard
+from iclfs.method.consensus import combine, fuse_laplacian, jaccard, mean_pairwise_jaccard
 from iclfs.method.scores import rank_features
 
 OUTER_SEEDS = (42, 43, 44)
@@ -54,6 +58,10 @@ def round1_fusion(consensus: np.ndarray, weight: float) -> np.ndarray:
 
 
 out = {"single": summary([dataset.evaluate(rank_features(at(m, 100))) for m in load(name, "full").values()])}
+laplacian_accuracy, laplacian_selection = dataset.evaluate(
+    rank_features(fuse_laplacian(np.zeros_like(dataset.laplacian), dataset.laplacian, 1.0)))
+out["laplacian"] = (laplacian_accuracy, 0.0, None, 1)
+overlap = {}
 for candidate, (members, epochs, weight) in CANDIDATES.items():
     consensus = {outer: combine([member_scores(100 * outer + i, epochs) for i in range(members)])
                  for outer in OUTER_SEEDS}
@@ -61,8 +69,14 @@ for candidate, (members, epochs, weight) in CANDIDATES.items():
     if weight:
         fusions[f"{candidate} fuse_laplacian"] = lambda c, w: fuse_laplacian(c, dataset.laplacian, w)
     for label, fuse in fusions.items():
-        out[label] = summary([dataset.evaluate(rank_features(fuse(c, weight))) for c in consensus.values()])
-        print(name, label, out[label], flush=True)
+        results = [dataset.evaluate(rank_features(fuse(c, weight))) for c in consensus.values()]
+        out[label] = summary(results)
+        line = f"{name} {label} {out[label]}"
+        if weight:
+            overlap[label] = float(np.mean([jaccard(selection, laplacian_selection) for _, selection in results]))
+            line += f" Jaccard@50 with the Laplacian score's selection {overlap[label]:.2f}"
+        print(line, flush=True)
 print(name, "single", out["single"], flush=True)
+print(name, "laplacian", out["laplacian"], flush=True)
 with open(os.path.join(STUDY, f"decide_{name}.json"), "w") as f:
-    json.dump(out, f)
+    json.dump({**out, "overlap_with_laplacian": overlap}, f)
