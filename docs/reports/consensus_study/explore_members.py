@@ -29,7 +29,7 @@ from iclfs.method.scores import rank_features
 # members=2 is a placeholder (the pool size replaces it): members=1 would mean the paper's run and ignore the rest.
 MEMBERS = {"run": ConsensusConfig(members=2, member_epochs=100, subsample=1.0),
            "L2": ConsensusConfig(members=2, member_epochs=25, subsample=0.5)}
-GROUP_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24)
+GROUP_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96)  # those with at least two groups in the pool
 MAX_EVALUATED_GROUPS = 6
 QUIET = RuntimeConfig(progress=False)
 
