@@ -41,6 +41,7 @@ from iclfs.method.training import Trainer, embed
 SEEDS = (0, 1, 2)
 EPOCHS = 100
 WARM_STARTS = {"W50 + 4 x 12": (50, 4, 12), "W80 + 4 x 5": (80, 4, 5), "W50 + 4 x 50": (50, 4, 50)}  # W, E, T
+TRUNK_EPOCHS = {warm for warm, _, _ in WARM_STARTS.values()}
 STOP_FROM, STOP_EVERY, STOP_LAG, STOP_AT = 20, 5, 10, 0.8
 
 
@@ -74,7 +75,7 @@ with compute_settings(torch.device("cpu"), "fp32", None):
                     trace[epoch] = jaccard(checkpoints[epoch][:50], checkpoints[epoch - STOP_LAG][:50])
                     if stopped is None and trace[epoch] >= STOP_AT:
                         stopped = epoch
-            if epoch in {w for w, _, _ in WARM_STARTS.values()}:
+            if epoch in TRUNK_EPOCHS:
                 trunks[epoch] = copy.deepcopy(trainer)
         stopped = stopped or EPOCHS
         results["one run"].append(data.evaluate(checkpoints[EPOCHS]))

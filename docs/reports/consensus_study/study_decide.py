@@ -50,16 +50,17 @@ def member_scores(seed: int, epochs: int) -> np.ndarray:
     return saved["z"][list(saved["checkpoints"]).index(epochs)]
 
 
+laplacian_rank_score = fuse_laplacian(np.zeros_like(dataset.laplacian), dataset.laplacian, 1.0)  # its side alone
+
+
 def round1_fusion(consensus: np.ndarray, weight: float) -> np.ndarray:
     if weight == 0:
         return consensus
-    laplacian_rank_score = fuse_laplacian(consensus, dataset.laplacian, 1.0)  # weight 1: the Laplacian's side alone
     return (1 - weight) * consensus + weight * laplacian_rank_score
 
 
 out = {"single": summary([dataset.evaluate(rank_features(at(m, 100))) for m in load(name, "full").values()])}
-laplacian_accuracy, laplacian_selection = dataset.evaluate(
-    rank_features(fuse_laplacian(np.zeros_like(dataset.laplacian), dataset.laplacian, 1.0)))
+laplacian_accuracy, laplacian_selection = dataset.evaluate(rank_features(laplacian_rank_score))
 out["laplacian"] = (laplacian_accuracy, 0.0, None, 1)
 overlap = {}
 for candidate, (members, epochs, weight) in CANDIDATES.items():
