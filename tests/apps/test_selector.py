@@ -28,7 +28,7 @@ from iclfs.method.laplacian import laplacian_scores
 from iclfs.method.lgrc import lgrc_select
 from iclfs.method.preprocessing import FeatureTable, invert, prepare
 from iclfs.method.scores import feature_scores, rank_features, rank_positions
-from iclfs.method.training import embed, train
+from iclfs.method.training import contrastive_losses, embed, train
 
 K = 5
 # members is passed explicitly: the default consensus is not decided yet.
@@ -73,7 +73,7 @@ def core_chain(X, k, *, epochs=2, seed=42, score="z_norm", use_lgrc=True, alpha=
     result = train(A, TrainingConfig(epochs=epochs), ViewConfig(), RuntimeConfig(device="cpu", progress=False),
                    seed=seed)
     h, z = embed(result.model, A)
-    scores = feature_scores(h, z)[score]
+    scores = feature_scores(h, z, contrastive_losses(result.model, A, ViewConfig(), seed=seed))[score]
     ranking = rank_features(scores)
     ls = laplacian_scores(prepared.standardized, n_neighbors=n_neighbors)
     selected = lgrc_select(ranking, ls, k, alpha=alpha, quantile=quantile) if use_lgrc else ranking[:k]
@@ -191,8 +191,9 @@ def test_same_random_state_same_selection(table):
     assert a.seed_ == b.seed_ == 7
 
 
-@pytest.mark.parametrize("settings", [{}, {"ranking_score": "harmonic", "alpha": 2.0, "quantile": 0.5}],
-                         ids=["defaults", "harmonic"])
+@pytest.mark.parametrize("settings", [{}, {"ranking_score": "harmonic", "alpha": 2.0, "quantile": 0.5},
+                                      {"ranking_score": "contrastive"}],
+                         ids=["defaults", "harmonic", "contrastive"])
 def test_selection_equals_core_chain(table, settings):
     selector = ICLFSSelector(K, random_state=11, **FAST, **settings).fit(table.X)
     core = {"score": settings.get("ranking_score", "z_norm"),

@@ -28,7 +28,8 @@ def test_feature_scores_match_naive(seed):
     d = 15
     h = rng.normal(size=(d, 9)) * rng.lognormal(size=(d, 1))
     z = rng.normal(size=(d, 4)) * rng.lognormal(size=(d, 1))
-    got = feature_scores(h.astype(np.float32), z.astype(np.float32))
+    loss = rng.normal(size=d)
+    got = feature_scores(h.astype(np.float32), z.astype(np.float32), loss)
     assert set(got) == set(SCORE_NAMES)
     hn, zn = naive_norms(h), naive_norms(z)
     ht, zt = naive_minmax(hn), naive_minmax(zn)
@@ -37,7 +38,9 @@ def test_feature_scores_match_naive(seed):
         "h_norm": hn,
         "weighted_sum": [0.35 * a + 0.65 * b for a, b in zip(ht, zt)],
         "harmonic": [2 * a * b / (a + b + 1e-12) for a, b in zip(ht, zt)],
+        "contrastive": [-v for v in loss.tolist()],
     }
+    assert set(feature_scores(h, z)) == set(SCORE_NAMES) - {"contrastive"}
     for name in SCORE_NAMES:
         assert got[name].shape == (d,)
         assert got[name].dtype == np.float64

@@ -21,6 +21,7 @@ from iclfs.method.runtime import (
 from iclfs.method.training import (
     Trainer,
     build_model,
+    contrastive_losses,
     embed,
     fast_step,
     paper_equivalent_momenta,
@@ -188,6 +189,47 @@ def test_embed_restores_mode_and_is_eval():
         h_ref, z_ref = model(torch.as_tensor(A))
     np.testing.assert_array_equal(h, h_ref.numpy())
     np.testing.assert_array_equal(z, z_ref.numpy())
+
+
+def test_contrastive_losses_are_each_features_infonce_term_over_eval_mode_views():
+    d, n = 12, 8
+    torch.manual_seed(1)
+    model, _ = build_model(n, TrainingConfig())
+    model.train()
+    A = np.random.default_rng(1).normal(size=(d, n)).astype(np.float32)
+    got = contrastive_losses(model, A, ViewConfig(), TAU, seed=5, draws=2)
+    assert got.shape == (d,) and got.dtype == np.float64 and model.training
+    # By hand: the same two draws of the views, each of the four positives, every feature's cross-entropy.
+    model.eval()
+    stream = int(np.random.SeedSequence([5, 2]).generate_state(1)[0])
+    generator = torch.Generator().manual_seed(stream)
+    anchor = torch.as_tensor(A)
+    terms = []
+    with torch.no_grad():
+        za = F.normalize(model(anchor)[1], dim=1)
+        for _ in range(2):
+            views = generate_views(anchor, ViewConfig(), generator)
+            zn = F.normalize(model(views.negative)[1], dim=1)
+            for view in views.positives:
+                zp = F.normalize(model(view)[1], dim=1)
+                logits = torch.cat([za @ zp.T, (za * zn).sum(1, keepdim=True)], dim=1) / TAU
+                terms.append(torch.logsumexp(logits, 1) - logits.diagonal())
+    np.testing.assert_allclose(got, torch.stack(terms).double().mean(0).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_contrastive_losses_depend_on_the_seed_alone_and_leave_training_streams_alone():
+    d, n = 16, 10
+    A = np.random.default_rng(2).normal(size=(d, n)).astype(np.float32)
+    result = train(A, TrainingConfig(epochs=2), ViewConfig(), CPU, seed=3)
+    torch.manual_seed(0)
+    first = contrastive_losses(result.model, A, seed=3)
+    after = torch.rand(3)
+    torch.manual_seed(0)
+    np.testing.assert_array_equal(contrastive_losses(result.model, A, seed=3), first)
+    assert torch.equal(torch.rand(3), after)  # torch's global stream is not drawn from
+    assert not np.array_equal(contrastive_losses(result.model, A, seed=4), first)
+    with pytest.raises(ValueError, match="draws must be >= 1"):
+        contrastive_losses(result.model, A, draws=0)
 
 
 @pytest.mark.parametrize(

@@ -93,6 +93,16 @@ def test_every_benchmark_dataset_resolves_through_a_factory():
             assert "COIL20" in str(dataset._describe().get("filepath", dataset._describe())), name
 
 
+def test_the_contrastive_score_orders_the_features_through_the_pipeline(tiny_table, fast_parameters):
+    fast_parameters["ranking"] = {**fast_parameters["ranking"], "score": "contrastive"}
+    catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
+    scores = catalog.load("member_scores")
+    assert scores["contrastive"].shape == (1, 40) and (scores["contrastive"] < 0).all()  # a negated cross-entropy
+    ranking = catalog.load("feature_ranking")
+    np.testing.assert_allclose(ranking.sort_values("feature_index")["score"], scores["contrastive"][0])
+    assert ranking["score"].is_monotonic_decreasing
+
+
 def test_default_pipeline_end_to_end(tiny_table, fast_parameters):
     catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
 

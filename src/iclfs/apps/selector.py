@@ -90,7 +90,7 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
     schedule : {"fast", "paper"}, default="fast"
         ``"paper"`` is the paper's literal training loop; ``"fast"`` computes the
         same objective with fewer forward passes.
-    ranking_score : {"z_norm", "h_norm", "weighted_sum", "harmonic"}, default="z_norm"
+    ranking_score : {"z_norm", "h_norm", "weighted_sum", "harmonic", "contrastive"}, default="z_norm"
         Feature score of each member (the pipeline's ``ranking.score``). Not
         called ``score``: scikit-learn reserves that name for ``score(X, y)``.
     use_lgrc : bool, default=True

@@ -235,7 +235,7 @@ class ViewConfig(Section):
                 f"positives; views.positives {self.positives!r} needs stream 'vectorized'")
 
 
-SCORE_NAMES = ("z_norm", "h_norm", "weighted_sum", "harmonic")
+SCORE_NAMES = ("z_norm", "h_norm", "weighted_sum", "harmonic", "contrastive")
 
 
 @dataclass(frozen=True)
@@ -244,7 +244,9 @@ class RankingConfig(Section):
 
     SECTION: ClassVar[str] = "ranking"
 
-    score: str = param("z_norm", one_of(*SCORE_NAMES), "z_norm | h_norm | weighted_sum | harmonic")
+    score: str = param("z_norm", one_of(*SCORE_NAMES),
+                       "z_norm | h_norm | weighted_sum | harmonic | contrastive (each feature's own InfoNCE term, "
+                       "negated: a variant beyond the paper)")
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ import numpy as np
 from .config import ConsensusConfig, RuntimeConfig, TrainingConfig, ViewConfig
 from .model import select_regime
 from .scores import feature_scores, min_max, rank_features, rank_positions
-from .training import TrainingResult, embed, train
+from .training import TrainingResult, contrastive_losses, embed, train
 
 
 FEATURE_BLOCK_STREAM = 1  # tags the seed stream that deals a member's features into blocks
@@ -155,7 +155,8 @@ def train_member(A: np.ndarray, plan: MemberPlan, training: TrainingConfig, epoc
     for features, seed in plan.networks():
         A_block = A_member if features is None else np.ascontiguousarray(A_member[features])
         result = train(A_block, training, views, runtime, seed, epochs=epochs, progress_bar=progress_bar)
-        block_scores = feature_scores(*embed(result.model, A_block))
+        block_scores = feature_scores(*embed(result.model, A_block),
+                                      contrastive_losses(result.model, A_block, views, training.temperature, seed))
         result.model = result.model.cpu()
         results.append(result)
         if features is None:

@@ -36,6 +36,15 @@ def full_precision(z: torch.Tensor) -> torch.autocast:
     return torch.autocast(z.device.type, enabled=False)
 
 
+def _row_blocks(za: torch.Tensor, zp: torch.Tensor, extra: torch.Tensor, inv_t: float, block: int):
+    """Per block of rows: (the rows, their log-normalizers, their cross-entropies), for unit rows."""
+    for start in range(0, za.shape[0], block):
+        rows = slice(start, start + block)
+        logits = (za[rows] @ zp.T).mul_(inv_t)
+        lse = torch.logaddexp(torch.logsumexp(logits, dim=1), extra[rows])
+        yield rows, lse, lse - logits.diagonal(offset=start)
+
+
 class _InfoNCE(torch.autograd.Function):
     """Mean InfoNCE over unit rows, logits formed ``block`` rows at a time.
 
@@ -50,12 +59,9 @@ class _InfoNCE(torch.autograd.Function):
         extra = (za * zn).sum(dim=1) * inv_t  # (d,) logit of each row's own negative
         log_norm = za.new_empty(d)
         total = za.new_zeros(())
-        for start in range(0, d, block):
-            rows = slice(start, start + block)
-            logits = (za[rows] @ zp.T).mul_(inv_t)
-            lse = torch.logaddexp(torch.logsumexp(logits, dim=1), extra[rows])
+        for rows, lse, row_losses in _row_blocks(za, zp, extra, inv_t, block):
             log_norm[rows] = lse
-            total += (lse - logits.diagonal(offset=start)).sum()
+            total += row_losses.sum()
         ctx.save_for_backward(za, zp, zn, extra, log_norm)
         ctx.inv_t, ctx.block = inv_t, block
         return total / d
@@ -114,6 +120,40 @@ def info_nce_with_negative(
     with full_precision(z_anchor):
         za, zp, zn = unit_rows(z_anchor, z_positive, z_negative)
         return _InfoNCE.apply(za, zp, zn, float(temperature), int(block))
+
+
+@torch.no_grad()
+def info_nce_per_feature(
+    z_anchor: torch.Tensor,
+    z_positive: torch.Tensor,
+    z_negative: torch.Tensor,
+    temperature: float = 0.05,
+    block_rows: int | None = None,
+) -> torch.Tensor:
+    """Each feature's own term of :func:`info_nce_with_negative`, without gradients.
+
+    Parameters
+    ----------
+    z_anchor, z_positive, z_negative : Tensor of shape (d, d_z)
+        Embeddings (not yet normalized).
+    temperature : float, default=0.05
+        tau.
+    block_rows : int or None, default=None
+        As :func:`info_nce_with_negative`.
+
+    Returns
+    -------
+    Tensor of shape (d,)
+        Feature j's cross-entropy: how poorly its anchor picks out its own
+        positive among every feature's positive and its own negative. Their
+        mean is :func:`info_nce_with_negative`.
+    """
+    block = block_rows or loss_block_rows(z_anchor.shape[0], z_anchor.device)
+    with full_precision(z_anchor):
+        za, zp, zn = unit_rows(z_anchor, z_positive, z_negative)
+        inv_t = 1.0 / temperature
+        extra = (za * zn).sum(dim=1) * inv_t
+        return torch.cat([row_losses for _, _, row_losses in _row_blocks(za, zp, extra, inv_t, block)])
 
 
 def decorrelation_loss(z_anchor: torch.Tensor) -> torch.Tensor:

@@ -19,8 +19,9 @@ def min_max(values: np.ndarray) -> np.ndarray:
     return np.zeros_like(values) if span <= 0 else (values - lo) / span
 
 
-def feature_scores(h: np.ndarray, z: np.ndarray) -> dict[str, np.ndarray]:
-    """All four scores of docs/method.md §5 for every feature.
+def feature_scores(h: np.ndarray, z: np.ndarray, contrastive_loss: np.ndarray | None = None
+                   ) -> dict[str, np.ndarray]:
+    """The scores of docs/method.md §5 for every feature.
 
     Parameters
     ----------
@@ -28,21 +29,29 @@ def feature_scores(h: np.ndarray, z: np.ndarray) -> dict[str, np.ndarray]:
         Encoder output of the anchor map.
     z : ndarray of shape (d, d_z)
         Projector output of the anchor map.
+    contrastive_loss : ndarray of shape (d,), optional
+        Each feature's mean InfoNCE term
+        (:func:`iclfs.method.training.contrastive_losses`); its negative is
+        the ``contrastive`` score.
 
     Returns
     -------
     dict of str to ndarray of shape (d,)
-        ``{name: (d,) float64}`` for every name in :data:`SCORE_NAMES`.
+        ``{name: (d,) float64}`` for every name in :data:`SCORE_NAMES`
+        (``contrastive`` only when ``contrastive_loss`` is given).
     """
     h_norm = np.linalg.norm(np.asarray(h, dtype=np.float64), axis=1)
     z_norm = np.linalg.norm(np.asarray(z, dtype=np.float64), axis=1)
     h_t, z_t = min_max(h_norm), min_max(z_norm)
-    return {
+    scores = {
         "z_norm": z_norm,
         "h_norm": h_norm,
         "weighted_sum": WEIGHTED_SUM_H * h_t + (1.0 - WEIGHTED_SUM_H) * z_t,
         "harmonic": 2.0 * h_t * z_t / (h_t + z_t + 1e-12),
     }
+    if contrastive_loss is not None:
+        scores["contrastive"] = -np.asarray(contrastive_loss, dtype=np.float64)
+    return scores
 
 
 def rank_features(scores: np.ndarray) -> np.ndarray:

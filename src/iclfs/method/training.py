@@ -31,7 +31,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .config import RuntimeConfig, TrainingConfig, ViewConfig
-from .losses import decorrelation_loss, info_nce_with_negative, loss_block_rows
+from .losses import decorrelation_loss, info_nce_per_feature, info_nce_with_negative, loss_block_rows
 from .model import ICLFSNetwork, Regime, select_regime
 from .replay import ForwardContext, paper_step, published_masks
 from .runtime import (
@@ -321,3 +321,61 @@ def embed(model: ICLFSNetwork, A: np.ndarray | torch.Tensor) -> tuple[np.ndarray
     h, z = model(anchor)
     model.train(was_training)
     return h.float().cpu().numpy(), z.float().cpu().numpy()
+
+
+#: View draws averaged by :func:`contrastive_losses`: four positives each, so 32 terms per feature.
+SCORING_DRAWS = 8
+SCORING_VIEW_STREAM = 2  # tags the seed stream of the views drawn for scoring, apart from training's
+
+
+@torch.no_grad()
+def contrastive_losses(model: ICLFSNetwork, A: np.ndarray | torch.Tensor, views: ViewConfig | None = None,
+                       temperature: float = 0.05, seed: int = 42, draws: int = SCORING_DRAWS) -> np.ndarray:
+    """Each feature's own InfoNCE term in eval mode, averaged over fresh views (docs/method.md §5).
+
+    The anchor map is embedded once; each of ``draws`` draws of the views
+    (from a generator of their own, seeded by ``seed``, so training's streams
+    are untouched) embeds the negative and the positives, and every positive
+    gives each feature its term of the training objective's InfoNCE.
+
+    Parameters
+    ----------
+    model : ICLFSNetwork
+        A trained network; it is left in the mode it was in.
+    A : array of shape (d, n)
+        The map it was trained on.
+    views : ViewConfig, optional
+        How the views are drawn (always from the ``vectorized`` stream).
+    temperature : float, default=0.05
+        tau, as in training.
+    seed : int, default=42
+        The network's seed.
+    draws : int, default=SCORING_DRAWS
+        View draws averaged.
+
+    Returns
+    -------
+    ndarray of shape (d,)
+        Mean cross-entropy of each feature (lower: the network tells the
+        feature's views apart from every other feature's more surely).
+    """
+    if draws < 1:
+        raise ValueError(f"draws must be >= 1, got {draws}")
+    views = views or ViewConfig()
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    anchor = torch.as_tensor(A, dtype=torch.float32, device=device)
+    stream_seed = int(np.random.SeedSequence([seed, SCORING_VIEW_STREAM]).generate_state(1)[0])
+    generator = torch.Generator(device=device).manual_seed(stream_seed)
+    z_anchor = model(anchor)[1]
+    total = torch.zeros(anchor.shape[0], dtype=torch.float64, device=device)
+    terms = 0
+    for _ in range(draws):
+        drawn = generate_views(anchor, views, generator)
+        z_negative = model(drawn.negative)[1]
+        for positive in drawn.positives:
+            total += info_nce_per_feature(z_anchor, model(positive)[1], z_negative, temperature).double()
+            terms += 1
+    model.train(was_training)
+    return (total / terms).cpu().numpy()
