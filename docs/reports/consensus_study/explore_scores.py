@@ -14,7 +14,6 @@ import sys
 import time
 
 import numpy as np
-import torch
 
 from exploration import Dataset
 from iclfs.method.config import SCORE_NAMES, RuntimeConfig, TrainingConfig, ViewConfig
