@@ -116,41 +116,27 @@ def info_nce_with_negative(
     Tensor
         The mean cross-entropy over the d features.
     """
-    block = block_rows or loss_block_rows(z_anchor.shape[0], z_anchor.device)
     with full_precision(z_anchor):
-        za, zp, zn = unit_rows(z_anchor, z_positive, z_negative)
-        return _InfoNCE.apply(za, zp, zn, float(temperature), int(block))
+        za, zp, zn, block = _unit_inputs(z_anchor, z_positive, z_negative, block_rows)
+        return _InfoNCE.apply(za, zp, zn, float(temperature), block)
+
+
+def _unit_inputs(z_anchor, z_positive, z_negative, block_rows):
+    """The InfoNCE's unit rows (at least float32) and its block of rows (``block_rows`` or the device's)."""
+    block = block_rows or loss_block_rows(z_anchor.shape[0], z_anchor.device)
+    return (*unit_rows(z_anchor, z_positive, z_negative), int(block))
 
 
 @torch.no_grad()
-def info_nce_per_feature(
-    z_anchor: torch.Tensor,
-    z_positive: torch.Tensor,
-    z_negative: torch.Tensor,
-    temperature: float = 0.05,
-    block_rows: int | None = None,
-) -> torch.Tensor:
-    """Each feature's own term of :func:`info_nce_with_negative`, without gradients.
+def info_nce_per_feature(z_anchor, z_positive, z_negative, temperature=0.05, block_rows=None) -> torch.Tensor:
+    """Each feature's own term of :func:`info_nce_with_negative` (same parameters), without gradients.
 
-    Parameters
-    ----------
-    z_anchor, z_positive, z_negative : Tensor of shape (d, d_z)
-        Embeddings (not yet normalized).
-    temperature : float, default=0.05
-        tau.
-    block_rows : int or None, default=None
-        As :func:`info_nce_with_negative`.
-
-    Returns
-    -------
-    Tensor of shape (d,)
-        Feature j's cross-entropy: how poorly its anchor picks out its own
-        positive among every feature's positive and its own negative. Their
-        mean is :func:`info_nce_with_negative`.
+    Returns a Tensor of shape (d,): feature j's cross-entropy, how poorly its
+    anchor picks out its own positive among every feature's positive and its
+    own negative. Their mean is :func:`info_nce_with_negative`.
     """
-    block = block_rows or loss_block_rows(z_anchor.shape[0], z_anchor.device)
     with full_precision(z_anchor):
-        za, zp, zn = unit_rows(z_anchor, z_positive, z_negative)
+        za, zp, zn, block = _unit_inputs(z_anchor, z_positive, z_negative, block_rows)
         inv_t = 1.0 / temperature
         extra = (za * zn).sum(dim=1) * inv_t
         return torch.cat([row_losses for _, _, row_losses in _row_blocks(za, zp, extra, inv_t, block)])
