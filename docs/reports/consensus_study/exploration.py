@@ -1,8 +1,9 @@
-"""What the exploration scripts beside this file share: one validation set, ready, and the protocol on a ranking."""
+"""What the exploration scripts beside this file share: one validation set (or the embedded default), ready, and the protocol on a ranking."""
 
 import numpy as np
 
 from iclfs.evaluation.protocol import best_k, evaluate_selections
+from iclfs.io.synthetic import make_synthetic
 from iclfs.io.tables import read_feature_table
 from iclfs.method.config import LaplacianConfig, SelectionConfig
 from iclfs.method.laplacian import laplacian_scores
@@ -14,7 +15,8 @@ class Dataset:
     """A labelled table standardized (``X``, n x d) and inverted (``A``, d x n), with its Laplacian scores."""
 
     def __init__(self, path: str) -> None:
-        self.table = read_feature_table(path)
+        # "synthetic": the embedded default, whose informative and redundant columns are known.
+        self.table = make_synthetic() if path == "synthetic" else read_feature_table(path)
         self.X = prepare(self.table).standardized
         self.A = invert(self.X)
         self.codes = np.unique(np.asarray(self.table.y), return_inverse=True)[1]
