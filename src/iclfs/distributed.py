@@ -29,7 +29,8 @@ from iclfs.method.consensus import Member, member_settings, plan_members, train_
 
 
 def train_members_on(client: Any, A: np.ndarray, training: TrainingConfig, views: ViewConfig,
-                     runtime: RuntimeConfig, consensus: ConsensusConfig, seed: int) -> list[Member]:
+                     runtime: RuntimeConfig, consensus: ConsensusConfig, seed: int, *,
+                     contrastive: bool = False) -> list[Member]:
     """Train every member as its own task on ``client``'s cluster; the members in member order.
 
     Parameters
@@ -37,7 +38,7 @@ def train_members_on(client: Any, A: np.ndarray, training: TrainingConfig, views
     client : dask.distributed.Client
     A : array of shape (d, n)
         The inverted map; sent to the cluster once and shared by the member tasks.
-    training, views, runtime, consensus, seed
+    training, views, runtime, consensus, seed, contrastive
         As :func:`iclfs.method.consensus.train_members`. No progress bar is
         drawn on the workers (``runtime.progress`` is ignored there).
 
@@ -53,7 +54,7 @@ def train_members_on(client: Any, A: np.ndarray, training: TrainingConfig, views
     token = uuid.uuid4().hex[:12]
     shared = client.scatter(np.ascontiguousarray(A), hash=False)
     futures = [client.submit(train_member, shared, plan, member_training, epochs, views, quiet, None,
-                             key=f"iclfs-member-{plan.index}-{token}", pure=False)
+                             contrastive=contrastive, key=f"iclfs-member-{plan.index}-{token}", pure=False)
                for plan in plans]
     try:
         return client.gather(futures)
@@ -80,7 +81,7 @@ def _in_dask_task() -> bool:
 
 
 def train_members_here(A: np.ndarray, training: TrainingConfig, views: ViewConfig, runtime: RuntimeConfig,
-                       consensus: ConsensusConfig, seed: int) -> list[Member]:
+                       consensus: ConsensusConfig, seed: int, *, contrastive: bool = False) -> list[Member]:
     """:func:`train_members_on` the cluster this task runs on, when there is room; else ``train_members``.
 
     The cluster is used inside a Dask task, for two members or more, when the
@@ -92,5 +93,6 @@ def train_members_here(A: np.ndarray, training: TrainingConfig, views: ViewConfi
 
         if _cluster_threads(get_client()) > 1:
             with worker_client() as client:  # secedes: this task's thread slot is free while the members run
-                return train_members_on(client, A, training, views, runtime, consensus, seed)
-    return train_members(A, training, views, runtime, consensus, seed)
+                return train_members_on(client, A, training, views, runtime, consensus, seed,
+                                        contrastive=contrastive)
+    return train_members(A, training, views, runtime, consensus, seed, contrastive=contrastive)

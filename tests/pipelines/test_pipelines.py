@@ -123,6 +123,7 @@ def test_default_pipeline_end_to_end(tiny_table, fast_parameters):
     assert isinstance(state, dict) and all(isinstance(v, torch.Tensor) for v in state.values())
     scores = catalog.load("member_scores")
     assert scores["z_norm"].shape == (1, 40) and list(scores["seed"]) == [fast_parameters["seed"]]
+    assert "contrastive" not in scores  # computed only for a run that ranks by it
 
     ranking = catalog.load("feature_ranking")
     assert sorted(ranking["feature_index"]) == list(range(40)) and list(ranking["rank"]) == list(range(1, 41))

@@ -123,7 +123,7 @@ def prepare_data(table: FeatureTable, settings: Settings) -> PreparedData:
 def fit_members(inverted: np.ndarray, settings: Settings) -> list[Member]:
     """Train every member of the consensus (one: the paper's single run) on the inverted map (d, n)."""
     return train_members(inverted, settings.training, settings.views, settings.runtime, settings.consensus,
-                         settings.seed)
+                         settings.seed, contrastive=settings.ranking.score == "contrastive")
 
 
 @dataclass

@@ -140,8 +140,12 @@ def member_settings(n_samples: int, training: TrainingConfig, consensus: Consens
 
 
 def train_member(A: np.ndarray, plan: MemberPlan, training: TrainingConfig, epochs: int, views: ViewConfig,
-                 runtime: RuntimeConfig, progress_bar=None) -> Member:
+                 runtime: RuntimeConfig, progress_bar=None, *, contrastive: bool = False) -> Member:
     """Train one member's networks on its samples and score every feature (eval mode, on those samples).
+
+    The member's scores are the paper's four, and with ``contrastive`` the
+    contrastive score too (method.md §5): it costs about 3 % of the training,
+    so it is computed only for a run that ranks by it.
 
     With feature blocks, each network scores its own block, and the member's
     score of a feature is its rank score within its block (1 = the block's
@@ -155,8 +159,8 @@ def train_member(A: np.ndarray, plan: MemberPlan, training: TrainingConfig, epoc
     for features, seed in plan.networks():
         A_block = A_member if features is None else np.ascontiguousarray(A_member[features])
         result = train(A_block, training, views, runtime, seed, epochs=epochs, progress_bar=progress_bar)
-        block_scores = feature_scores(*embed(result.model, A_block),
-                                      contrastive_losses(result.model, A_block, views, training.temperature, seed))
+        losses = contrastive_losses(result.model, A_block, views, training.temperature, seed) if contrastive else None
+        block_scores = feature_scores(*embed(result.model, A_block), losses)
         result.model = result.model.cpu()
         results.append(result)
         if features is None:
@@ -168,13 +172,15 @@ def train_member(A: np.ndarray, plan: MemberPlan, training: TrainingConfig, epoc
 
 
 def train_members(A: np.ndarray, training: TrainingConfig, views: ViewConfig, runtime: RuntimeConfig,
-                  consensus: ConsensusConfig, seed: int) -> list[Member]:
+                  consensus: ConsensusConfig, seed: int, *, contrastive: bool = False) -> list[Member]:
     """Train every member in turn, with one progress bar over members x epochs.
 
     Parameters
     ----------
     A : array of shape (d, n)
         The inverted map.
+    contrastive : bool, default=False
+        Also compute each member's contrastive score (:func:`train_member`).
 
     Returns
     -------
@@ -191,7 +197,8 @@ def train_members(A: np.ndarray, training: TrainingConfig, views: ViewConfig, ru
         desc += f", {consensus.feature_blocks} feature blocks each"
     total = len(plans) * consensus.feature_blocks * epochs
     with tqdm(total=total, desc=desc, unit="epoch", disable=not runtime.progress) as bar:
-        return [train_member(A, plan, member_training, epochs, views, runtime, bar) for plan in plans]
+        return [train_member(A, plan, member_training, epochs, views, runtime, bar, contrastive=contrastive)
+                for plan in plans]
 
 
 def combine(member_scores: np.ndarray, rule: str = "mean_rank") -> np.ndarray:

@@ -9,13 +9,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from iclfs.method.config import SCORE_NAMES, ConsensusConfig, RuntimeConfig, TrainingConfig, ViewConfig
+from iclfs.method.config import SCORE_NAMES, ConsensusConfig, RankingConfig, RuntimeConfig, TrainingConfig, ViewConfig
 from iclfs.distributed import train_members_here as train_all
 from iclfs.method.consensus import state_dicts
 
 
-def train_members(inverted_data: np.ndarray, training: dict, views: dict, runtime: dict, consensus: dict,
-                  seed: int) -> tuple[dict, pd.DataFrame, dict[str, np.ndarray], list[float]]:
+def train_members(inverted_data: np.ndarray, training: dict, views: dict, runtime: dict, consensus: dict, seed: int,
+                  ranking: dict | None = None) -> tuple[dict, pd.DataFrame, dict[str, np.ndarray], list[float]]:
     """Train every member on the (d, n) inverted map and score the features with each.
 
     Returns
@@ -29,13 +29,15 @@ def train_members(inverted_data: np.ndarray, training: dict, views: dict, runtim
         attention kernel, InfoNCE block rows, regime and schedule used. CPU
         results are bit-identical at the same seed and thread count.
     member_scores : dict of str to ndarray of shape (members, d)
-        Every score of method.md §5 by each member, and ``seed`` (members,).
+        The paper's four scores of method.md §5 by each member (and the
+        contrastive score when ``ranking.score`` is it), and ``seed`` (members,).
     training_loss : list of float
         Every epoch's loss, member after member, for the MLflow metric history.
     """
     training_config = TrainingConfig.from_dict(training)
+    contrastive = RankingConfig.from_dict(ranking).score == "contrastive"
     members = train_all(inverted_data, training_config, ViewConfig.from_dict(views), RuntimeConfig.from_dict(runtime),
-                        ConsensusConfig.from_dict(consensus), seed)
+                        ConsensusConfig.from_dict(consensus), seed, contrastive=contrastive)
     frames = []
     for member in members:
         for block, result in enumerate(member.results):
@@ -56,7 +58,7 @@ def train_members(inverted_data: np.ndarray, training: dict, views: dict, runtim
             frame["schedule"] = training_config.schedule
             frames.append(frame)
     history = pd.concat(frames, ignore_index=True)
-    scores = {name: np.array([m.scores[name] for m in members]) for name in SCORE_NAMES}
+    scores = {name: np.array([m.scores[name] for m in members]) for name in SCORE_NAMES if name in members[0].scores}
     scores["seed"] = np.array([m.plan.seed for m in members], dtype=np.int64)
     return state_dicts(members), history, scores, history["loss"].tolist()
 

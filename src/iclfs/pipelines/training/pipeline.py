@@ -9,7 +9,7 @@ def create_pipeline(**kwargs) -> Pipeline:
             Node(
                 train_members,
                 inputs=["inverted_data", "params:training", "params:views", "params:runtime", "params:consensus",
-                        "params:seed"],
+                        "params:seed", "params:ranking"],
                 outputs=["model_state", "training_history", "member_scores", "training_loss"],
                 name="train_members",
             ),
