@@ -9,6 +9,8 @@ from iclfs.method.config import LaplacianConfig, SelectionConfig
 from iclfs.method.laplacian import laplacian_scores
 from iclfs.method.lgrc import select_features
 from iclfs.method.preprocessing import invert, prepare
+from iclfs.method.scores import feature_scores
+from iclfs.method.training import Trainer, embed
 
 
 class Dataset:
@@ -31,3 +33,8 @@ class Dataset:
         """Best-k accuracy in percent (method.md §8, LGRC at every k) and the k = 50 selection."""
         picks = {k: self.selection(ranking, k) for k in self.grid}
         return 100 * best_k(evaluate_selections(self.X, self.codes, picks))["accuracy_mean"], picks[50]
+
+
+def z_norm_scores(trainer: Trainer) -> np.ndarray:
+    """The paper's score of every feature from the trainer's network as it is now (eval mode; draws nothing)."""
+    return feature_scores(*embed(trainer.model, trainer.anchor))["z_norm"]

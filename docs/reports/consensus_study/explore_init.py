@@ -34,11 +34,11 @@ import time
 import numpy as np
 import torch
 
-from exploration import Dataset
+from exploration import Dataset, z_norm_scores
 from iclfs.method.consensus import jaccard, mean_pairwise_jaccard
 from iclfs.method.runtime import compute_settings
-from iclfs.method.scores import feature_scores, rank_features
-from iclfs.method.training import Trainer, embed
+from iclfs.method.scores import rank_features
+from iclfs.method.training import Trainer
 
 EPOCHS = 100
 SOURCES = {
@@ -58,7 +58,7 @@ LONGER = (25, 50, 100, 200, 400)
 
 
 def ranking(trainer: Trainer) -> np.ndarray:
-    return rank_features(feature_scores(*embed(trainer.model, trainer.anchor))["z_norm"])
+    return rank_features(z_norm_scores(trainer))
 
 
 def run(weights_seed: int, training_seed: int, epochs: int = EPOCHS, fixed: dict | None = None,

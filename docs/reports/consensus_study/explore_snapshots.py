@@ -15,10 +15,10 @@ import sys
 
 import numpy as np
 
-from exploration import Dataset
+from exploration import Dataset, z_norm_scores
 from iclfs.method.consensus import jaccard, mean_pairwise_jaccard, rank_score
-from iclfs.method.scores import feature_scores, rank_features
-from iclfs.method.training import Trainer, embed
+from iclfs.method.scores import rank_features
+from iclfs.method.training import Trainer
 
 SEEDS = (0, 1, 2)
 VARIANTS = {"final epoch": (100, 101), "last 10": (91, 101), "last 25": (76, 101), "last 50": (51, 101)}
@@ -31,7 +31,7 @@ for seed in SEEDS:
     for epoch in range(1, 101):
         trainer.step()
         if epoch > 50:
-            snapshots[seed][epoch] = feature_scores(*embed(trainer.model, trainer.anchor))["z_norm"]
+            snapshots[seed][epoch] = z_norm_scores(trainer)
 print("| ranking | best-k accuracy (mean ± std over seeds 0-2) | Jaccard@50 between seeds |")
 print("|---|---|---|")
 for name, (first, stop) in VARIANTS.items():

@@ -32,21 +32,17 @@ import time
 import numpy as np
 import torch
 
-from exploration import Dataset
+from exploration import Dataset, z_norm_scores as scores
 from iclfs.method.consensus import combine, jaccard, mean_pairwise_jaccard
 from iclfs.method.runtime import compute_settings
-from iclfs.method.scores import feature_scores, rank_features
-from iclfs.method.training import Trainer, embed
+from iclfs.method.scores import rank_features
+from iclfs.method.training import Trainer
 
 SEEDS = (0, 1, 2)
 EPOCHS = 100
 WARM_STARTS = {"W50 + 4 x 12": (50, 4, 12), "W80 + 4 x 5": (80, 4, 5), "W50 + 4 x 50": (50, 4, 50)}  # W, E, T
 TRUNK_EPOCHS = {warm for warm, _, _ in WARM_STARTS.values()}
 STOP_FROM, STOP_EVERY, STOP_LAG, STOP_AT = 20, 5, 10, 0.8
-
-
-def scores(trainer: Trainer) -> np.ndarray:
-    return feature_scores(*embed(trainer.model, trainer.anchor))["z_norm"]
 
 
 def branch(trunk: Trainer, seed: int, epochs: int) -> np.ndarray:
