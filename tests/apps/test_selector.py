@@ -27,7 +27,13 @@ from iclfs.method.config import (
 from iclfs.method.laplacian import laplacian_scores
 from iclfs.method.lgrc import lgrc_select
 from iclfs.method.preprocessing import FeatureTable, invert, prepare
-from iclfs.method.scores import feature_scores, rank_features, rank_positions
+from iclfs.method.scores import (
+    correlated_features,
+    feature_scores,
+    rank_features,
+    rank_positions,
+    smooth_over_correlated,
+)
 from iclfs.method.training import contrastive_losses, embed, train
 
 K = 5
@@ -66,7 +72,7 @@ def consensus(table):
 
 
 def core_chain(X, k, *, epochs=2, seed=42, score="z_norm", use_lgrc=True, alpha=1.5, quantile=0.75,
-               n_neighbors=3):
+               n_neighbors=3, smoothing_neighbors=0):
     """The single run's selection computed by calling the method's functions directly."""
     prepared = prepare(FeatureTable(X=X))
     A = invert(prepared.standardized)
@@ -74,6 +80,8 @@ def core_chain(X, k, *, epochs=2, seed=42, score="z_norm", use_lgrc=True, alpha=
                    seed=seed)
     h, z = embed(result.model, A)
     scores = feature_scores(h, z, contrastive_losses(result.model, A, ViewConfig(), seed=seed))[score]
+    if smoothing_neighbors:
+        scores = smooth_over_correlated(scores, correlated_features(prepared.standardized, smoothing_neighbors))
     ranking = rank_features(scores)
     ls = laplacian_scores(prepared.standardized, n_neighbors=n_neighbors)
     selected = lgrc_select(ranking, ls, k, alpha=alpha, quantile=quantile) if use_lgrc else ranking[:k]
@@ -192,8 +200,8 @@ def test_same_random_state_same_selection(table):
 
 
 @pytest.mark.parametrize("settings", [{}, {"ranking_score": "harmonic", "alpha": 2.0, "quantile": 0.5},
-                                      {"ranking_score": "contrastive"}],
-                         ids=["defaults", "harmonic", "contrastive"])
+                                      {"ranking_score": "contrastive"}, {"smoothing_neighbors": 4}],
+                         ids=["defaults", "harmonic", "contrastive", "smoothing"])
 def test_selection_equals_core_chain(table, settings):
     selector = ICLFSSelector(K, random_state=11, **FAST, **settings).fit(table.X)
     core = {"score": settings.get("ranking_score", "z_norm"),

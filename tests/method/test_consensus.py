@@ -27,7 +27,7 @@ from iclfs.method.consensus import (
 )
 from iclfs.method.config import ParameterError
 from iclfs.method.preprocessing import DataValidationError, invert, prepare
-from iclfs.method.scores import feature_scores
+from iclfs.method.scores import correlated_features, feature_scores, rank_features, smooth_over_correlated
 from iclfs.method.training import embed, train
 
 QUIET = RuntimeConfig(device="cpu", progress=False, num_threads=1)
@@ -225,3 +225,40 @@ def test_too_few_features_for_the_blocks_is_refused_before_training(tiny_table):
 def test_the_published_stream_refuses_feature_blocks():
     with pytest.raises(ParameterError, match="feature_blocks 1"):
         Settings().with_overrides("views.stream=published,consensus.feature_blocks=2")
+
+
+# -- averaging over correlated features (ranking.smoothing_neighbors) ----------
+
+
+def test_smoothing_averages_each_members_score_before_combining(tiny_table):
+    base = Settings(runtime=QUIET).with_overrides("training.epochs=2,selection.k=5,selection.k_values=[5,10]")
+    plain = chain.run(tiny_table, base)
+    smoothed = chain.run(tiny_table, base.with_overrides("ranking.smoothing_neighbors=3"))
+    # the same network: the average is computed after training, from the data alone
+    np.testing.assert_array_equal(smoothed.members[0].scores["z_norm"], plain.members[0].scores["z_norm"])
+    neighbours = correlated_features(plain.prepared.standardized, 3)
+    expected = smooth_over_correlated(plain.members[0].scores["z_norm"], neighbours)
+    np.testing.assert_allclose(smoothed.ranking.scores, expected)
+    np.testing.assert_array_equal(smoothed.ranking.ranking, rank_features(expected))
+    assert not np.array_equal(smoothed.ranking.ranking, plain.ranking.ranking)
+
+    consensus = base.with_overrides("consensus.members=2,consensus.member_epochs=1,ranking.smoothing_neighbors=3")
+    result = chain.run(tiny_table, consensus)
+    members = np.array([smooth_over_correlated(m.scores["z_norm"], neighbours) for m in result.members])
+    np.testing.assert_allclose(result.ranking.scores, combine(members, "mean_rank"))
+    np.testing.assert_array_equal(result.ranking.member_rankings, member_rankings(members))
+
+
+def test_too_many_smoothing_neighbours_are_refused_before_training(tiny_table):
+    settings = Settings(runtime=QUIET).with_overrides("ranking.smoothing_neighbors=40,selection.k=5,selection.k_values=[5]")
+    with pytest.raises(DataValidationError, match=r"40 feature\(s\), but ranking.smoothing_neighbors is 40\. "
+                                                  r"Lower it to at most 39"):
+        chain.prepare_data(tiny_table, settings)
+    with pytest.raises(ParameterError, match=r"ranking.smoothing_neighbors = -1 is invalid: expected an integer >= 0"):
+        Settings().with_overrides("ranking.smoothing_neighbors=-1")
+
+
+def test_rank_needs_the_neighbours_it_averages_over():
+    ranking = Settings().with_overrides("ranking.smoothing_neighbors=2").ranking
+    with pytest.raises(ValueError, match="needs each feature's 2 correlated features"):
+        chain.rank(np.ones((1, 5)), ranking, ConsensusConfig(), None, [2])

@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iclfs.method import config
-from iclfs.method.scores import SCORE_NAMES, feature_scores, rank_features, rank_positions
+from iclfs.method.scores import (
+    SCORE_NAMES,
+    correlated_features,
+    feature_scores,
+    rank_features,
+    rank_positions,
+    rank_score,
+    smooth_over_correlated,
+)
 
 
 def naive_norms(M):
@@ -116,3 +124,61 @@ def test_rank_positions_property(ranking):
     assert sorted(positions.tolist()) == list(range(1, len(ranking) + 1))
     for rank, feature in enumerate(ranking, start=1):
         assert positions[feature] == rank
+
+
+# -- averaging over correlated features (a variant beyond the paper) --------
+
+
+def naive_neighbours(X, m):
+    """Feature j first, then the m others of largest |Pearson correlation|, ties by the smaller index."""
+    n, d = X.shape
+    rows = []
+    for j in range(d):
+        def corr(i):
+            a, b = X[:, j], X[:, i]
+            na, nb = math.sqrt(sum(v * v for v in a)), math.sqrt(sum(v * v for v in b))
+            return 0.0 if na == 0 or nb == 0 else abs(sum(u * v for u, v in zip(a, b, strict=True))) / (na * nb)
+        others = sorted((i for i in range(d) if i != j), key=lambda i: (-round(corr(i), 12), i))
+        rows.append([j, *others[:m]])
+    return rows
+
+
+def test_correlated_features_by_hand():
+    rng = np.random.default_rng(0)
+    a, b, c = rng.normal(size=(3, 30))
+    # 1 and 2 near-copies of 0 (2 negated), 3 unrelated, 4 flat: |correlation| orders them
+    X = np.column_stack([a, a + 0.1 * b, -a + 0.05 * c, c, np.zeros(30)])
+    X -= X.mean(axis=0)
+    neighbours = correlated_features(X, 2)
+    assert neighbours[:, 0].tolist() == [0, 1, 2, 3, 4]  # every feature first in its own row
+    assert neighbours[0].tolist() == [0, 2, 1]  # the negated copy is the nearer: the sign does not count
+    assert neighbours[1].tolist() == [1, 0, 2]
+    assert neighbours[4].tolist() == [4, 0, 1]  # a flat feature correlates with nothing: ties by index
+    assert neighbours.tolist() == naive_neighbours(X, 2)
+
+
+@pytest.mark.parametrize("block_rows", [1, 3, 64])
+def test_correlated_features_do_not_depend_on_the_block_size(block_rows):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(20, 9)) @ rng.normal(size=(9, 17))  # correlated columns
+    X -= X.mean(axis=0)
+    np.testing.assert_array_equal(correlated_features(X, 4, block_rows=block_rows), naive_neighbours(X, 4))
+
+
+@pytest.mark.parametrize("m", [-1, 5])
+def test_correlated_features_refuse_too_many_neighbours(m):
+    with pytest.raises(ValueError, match=r"n_neighbors must be in \[0, 4\] for 5 features"):
+        correlated_features(np.ones((3, 5)), m)
+
+
+def test_zero_neighbours_leave_the_ranking_as_it_was():
+    scores = np.array([0.3, 2.0, -1.0, 0.7])
+    neighbours = correlated_features(np.random.default_rng(2).normal(size=(6, 4)), 0)
+    assert rank_features(smooth_over_correlated(scores, neighbours)).tolist() == rank_features(scores).tolist()
+
+
+def test_smoothing_averages_the_rank_scores_by_hand():
+    scores = np.array([4.0, 1.0, 3.0, 2.0])  # ranks 1, 4, 2, 3: rank scores 1, 0, 2/3, 1/3
+    neighbours = np.array([[0, 1], [1, 3], [2, 0], [3, 2]])
+    np.testing.assert_allclose(rank_score(scores), [1, 0, 2 / 3, 1 / 3])
+    np.testing.assert_allclose(smooth_over_correlated(scores, neighbours), [0.5, 1 / 6, 5 / 6, 0.5])

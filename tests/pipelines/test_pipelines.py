@@ -11,6 +11,7 @@ from kedro.runner import SequentialRunner
 
 from iclfs.method.config import ParameterError
 from iclfs.method.preprocessing import DataValidationError, FeatureTable
+from iclfs.method.scores import correlated_features, smooth_over_correlated
 from iclfs.pipeline_registry import STAGES, register_pipelines
 from iclfs.pipelines.hooks import ParameterCheckHook
 from tests.conftest import CONSENSUS_OVERRIDES
@@ -100,6 +101,17 @@ def test_the_contrastive_score_orders_the_features_through_the_pipeline(tiny_tab
     assert scores["contrastive"].shape == (1, 40) and (scores["contrastive"] < 0).all()  # a negated cross-entropy
     ranking = catalog.load("feature_ranking")
     np.testing.assert_allclose(ranking.sort_values("feature_index")["score"], scores["contrastive"][0])
+    assert ranking["score"].is_monotonic_decreasing
+
+
+def test_the_average_over_correlated_features_orders_them_through_the_pipeline(tiny_table, fast_parameters):
+    fast_parameters["ranking"] = {**fast_parameters["ranking"], "smoothing_neighbors": 3}
+    catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
+    neighbours = correlated_features(catalog.load("standardized_data"), 3)
+    expected = smooth_over_correlated(catalog.load("member_scores")["z_norm"][0], neighbours)
+    ranking = catalog.load("feature_ranking")
+    np.testing.assert_allclose(ranking.sort_values("feature_index")["score"], expected)
+    assert set(ranking["score_name"]) == {"z_norm averaged over 3 correlated"}
     assert ranking["score"].is_monotonic_decreasing
 
 

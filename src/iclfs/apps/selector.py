@@ -93,6 +93,11 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
     ranking_score : {"z_norm", "h_norm", "weighted_sum", "harmonic", "contrastive"}, default="z_norm"
         Feature score of each member (the pipeline's ``ranking.score``). Not
         called ``score``: scikit-learn reserves that name for ``score(X, y)``.
+    smoothing_neighbors : int, default=0
+        Average each feature's rank score over it and its this many most
+        correlated features before ranking (the pipeline's
+        ``ranking.smoothing_neighbors``; a variant beyond the paper, so that
+        near-copies count alike). 0 is the paper's ranking. Below n_features.
     use_lgrc : bool, default=True
         Apply the Laplacian-Gated Ranking Correction; ``False`` keeps the first
         k features of the ranking (the paper's "ICLFS-WL" ablation).
@@ -207,6 +212,7 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         epochs=_DEFAULTS.training.epochs,
         schedule=_DEFAULTS.training.schedule,
         ranking_score=_DEFAULTS.ranking.score,
+        smoothing_neighbors=_DEFAULTS.ranking.smoothing_neighbors,
         use_lgrc=_DEFAULTS.selection.use_lgrc,
         alpha=_DEFAULTS.selection.alpha,
         quantile=_DEFAULTS.selection.quantile,
@@ -226,6 +232,7 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         self.epochs = epochs
         self.schedule = schedule
         self.ranking_score = ranking_score
+        self.smoothing_neighbors = smoothing_neighbors
         self.use_lgrc = use_lgrc
         self.alpha = alpha
         self.quantile = quantile
@@ -302,7 +309,7 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         selection = SelectionConfig(k=k, k_values=tuple(grid), use_lgrc=self.use_lgrc, alpha=float(self.alpha),
                                     quantile=self.quantile)
         return Settings(seed=seed, training=training, runtime=runtime, views=ViewConfig.from_dict(
-            self.view_options, "view_options"), ranking=RankingConfig(self.ranking_score),
+            self.view_options, "view_options"), ranking=RankingConfig(self.ranking_score, self.smoothing_neighbors),
             laplacian=LaplacianConfig(self.n_neighbors), selection=selection, consensus=consensus)
 
     # -- fitting ----------------------------------------------------------

@@ -52,9 +52,10 @@ def method_name(settings: Settings) -> str:
     Anything else that differs from the paper's run is a tag in brackets:
     the ``fast`` schedule, a consensus (members x epochs, their share of the
     samples, the combining rule and the Laplacian weight when not the
-    default), the published code's random draws, bf16 arithmetic:
+    default), feature blocks, the average over correlated features, the published code's random draws, bf16 arithmetic:
     ``ICLFS [fast]``, ``ICLFS [fast, consensus 8x20, 0.5 of samples]``,
-    ``ICLFS [fast, consensus 4x100, 8 feature blocks]``, ``ICLFS [published stream]``.
+    ``ICLFS [fast, consensus 4x100, 8 feature blocks]``, ``ICLFS [fast, smoothing 5]``
+    (scores averaged over 5 correlated features), ``ICLFS [published stream]``.
     """
     off = (not settings.selection.use_lgrc, not settings.training.use_decorrelation,
            not settings.training.use_attention, settings.views.positives == "random")
@@ -75,6 +76,8 @@ def method_name(settings: Settings) -> str:
         tags.append(tag)
     if consensus.feature_blocks > 1:
         tags.append(f"{consensus.feature_blocks} feature blocks")
+    if settings.ranking.smoothing_neighbors:
+        tags.append(f"smoothing {settings.ranking.smoothing_neighbors}")
     if settings.runtime.precision == "bf16":
         tags.append("bf16")
     if settings.views.stream == "published":

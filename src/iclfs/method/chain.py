@@ -1,6 +1,7 @@
 """The ICLFS chain, written once (docs/method.md).
 
-prepare -> invert -> train the members -> score -> combine and rank ->
+prepare -> invert -> train the members -> score -> (average over correlated
+features) -> combine and rank ->
 Laplacian score -> LGRC at every k -> the k handed on.
 
 The Kedro pipelines call these functions stage by stage, one node each, so
@@ -43,7 +44,7 @@ from .runtime import (
     resolve_device,
     resolve_precision,
 )
-from .scores import rank_features
+from .scores import correlated_features, rank_features, smooth_over_correlated
 
 LOGGER = logging.getLogger(__name__)
 
@@ -96,6 +97,10 @@ def check_for_data(settings: Settings, n_samples: int, n_features: int, source: 
             f"{source}: {n_features} feature(s) cannot be dealt into consensus.feature_blocks = {blocks} blocks of "
             f"at least {MIN_BLOCK_FEATURES}. Lower consensus.feature_blocks to at most "
             f"{max(1, n_features // MIN_BLOCK_FEATURES)}.")
+    if settings.ranking.smoothing_neighbors >= n_features:
+        raise DataValidationError(
+            f"{source}: {n_features} feature(s), but ranking.smoothing_neighbors is "
+            f"{settings.ranking.smoothing_neighbors}. Lower it to at most {n_features - 1}.")
     if settings.laplacian.n_neighbors >= n_samples:
         raise ParameterError(f"parameter laplacian.n_neighbors = {settings.laplacian.n_neighbors} is invalid: "
                              f"expected fewer than the {n_samples} samples")
@@ -135,7 +140,8 @@ class Ranking:
     scores : ndarray of shape (d,)
         The score that orders the features (higher is better): with one member
         its ``ranking.score``, else the consensus of the members' (and the
-        Laplacian score's, with ``consensus.laplacian_weight``).
+        Laplacian score's, with ``consensus.laplacian_weight``); each member's
+        averaged over correlated features first with ``ranking.smoothing_neighbors``.
     ranking : ndarray of shape (d,)
         Feature indices, best first (ties by index).
     member_rankings : ndarray of shape (members, d)
@@ -153,16 +159,30 @@ class Ranking:
     member_jaccard: dict[int, float | None]
 
 
+def neighbours_for(standardized: np.ndarray, ranking: RankingConfig) -> np.ndarray | None:
+    """The correlated features ``rank`` averages over (None with ``ranking.smoothing_neighbors: 0``)."""
+    if ranking.smoothing_neighbors == 0:
+        return None
+    return correlated_features(standardized, ranking.smoothing_neighbors)
+
+
 def rank(member_scores: np.ndarray, ranking: RankingConfig, consensus: ConsensusConfig,
-         laplacian: np.ndarray | None, k_values: list[int]) -> Ranking:
+         laplacian: np.ndarray | None, k_values: list[int], neighbours: np.ndarray | None = None) -> Ranking:
     """Combine the members' scores (members, d) into one ranking.
 
     With one member the ranking is that member's own score (the paper's run;
     with feature blocks, the rank within its block),
     whatever ``consensus.laplacian_weight``; ``laplacian`` (the Laplacian
     scores) is needed only for a consensus with ``laplacian_weight`` > 0.
+    With ``ranking.smoothing_neighbors`` > 0 each member's score is first
+    averaged over ``neighbours`` (:func:`neighbours_for`).
     """
     member_scores = np.atleast_2d(np.asarray(member_scores, dtype=np.float64))
+    if ranking.smoothing_neighbors > 0:
+        if neighbours is None or neighbours.shape[1] != ranking.smoothing_neighbors + 1:
+            raise ValueError(f"ranking.smoothing_neighbors = {ranking.smoothing_neighbors} needs each feature's "
+                             f"{ranking.smoothing_neighbors} correlated features (neighbours_for)")
+        member_scores = np.array([smooth_over_correlated(s, neighbours) for s in member_scores])
     scores = combine(member_scores, consensus.combine)
     # The fusion is part of combining members: one member is the paper's run, its raw score.
     if len(member_scores) > 1 and consensus.laplacian_weight > 0:
@@ -234,7 +254,7 @@ def run(table: FeatureTable, settings: Settings | None = None) -> ChainResult:
     members = fit_members(invert(prepared.standardized), settings)
     laplacian = laplacian_scores(prepared.standardized, n_neighbors=settings.laplacian.n_neighbors)
     ranked = rank(np.array([m.scores[settings.ranking.score] for m in members]), settings.ranking,
-                  settings.consensus, laplacian, grid)
+                  settings.consensus, laplacian, grid, neighbours_for(prepared.standardized, settings.ranking))
     selections = select(ranked.ranking, laplacian, settings.selection, grid)
     return ChainResult(prepared, members, laplacian, ranked, selections,
                        choose(selections, ranked.frequency, settings.selection, d))

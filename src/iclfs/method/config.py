@@ -240,13 +240,16 @@ SCORE_NAMES = ("z_norm", "h_norm", "weighted_sum", "harmonic", "contrastive")
 
 @dataclass(frozen=True)
 class RankingConfig(Section):
-    """Which embedding score orders the features (method.md §5)."""
+    """Which embedding score orders the features, and how (method.md §5)."""
 
     SECTION: ClassVar[str] = "ranking"
 
     score: str = param("z_norm", one_of(*SCORE_NAMES),
                        "z_norm | h_norm | weighted_sum | harmonic | contrastive (each feature's own InfoNCE term, "
                        "negated: a variant beyond the paper)")
+    smoothing_neighbors: int = param(0, integer(0),
+                                     "average each feature's rank score over it and its this many most correlated "
+                                     "features (a variant beyond the paper); 0: the paper's ranking")
 
 
 @dataclass(frozen=True)

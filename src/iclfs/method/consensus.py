@@ -41,7 +41,7 @@ import numpy as np
 
 from .config import ConsensusConfig, RuntimeConfig, TrainingConfig, ViewConfig
 from .model import select_regime
-from .scores import feature_scores, min_max, rank_features, rank_positions
+from .scores import feature_scores, min_max, rank_features, rank_score
 from .training import TrainingResult, contrastive_losses, embed, train
 
 
@@ -225,14 +225,6 @@ def combine(member_scores: np.ndarray, rule: str = "mean_rank") -> np.ndarray:
     if rule == "mean_score":
         return np.mean([min_max(s) for s in member_scores], axis=0)
     raise ValueError(f"unknown consensus rule {rule!r}; use mean_rank or mean_score")
-
-
-def rank_score(scores: np.ndarray) -> np.ndarray:
-    """1 - (mean rank - 1) / (d - 1) over the rows of ``scores`` (members, d): 1 = first everywhere."""
-    scores = np.atleast_2d(scores)
-    d = scores.shape[1]
-    positions = np.array([rank_positions(rank_features(s)) for s in scores], dtype=np.float64)
-    return 1.0 - (positions.mean(axis=0) - 1.0) / max(d - 1, 1)
 
 
 def fuse_laplacian(scores: np.ndarray, laplacian_scores: np.ndarray, weight: float) -> np.ndarray:

@@ -6,7 +6,8 @@ import numpy as np
 
 from .config import SCORE_NAMES
 
-__all__ = ["SCORE_NAMES", "feature_scores", "min_max", "rank_features", "rank_positions"]
+__all__ = ["SCORE_NAMES", "correlated_features", "feature_scores", "min_max", "rank_features", "rank_positions",
+           "rank_score", "smooth_over_correlated"]
 
 WEIGHTED_SUM_H = 0.35  # the paper's ablation weights: 0.35 h~ + 0.65 z~
 
@@ -71,3 +72,68 @@ def rank_positions(ranking: np.ndarray) -> np.ndarray:
     positions = np.empty_like(ranking)
     positions[ranking] = np.arange(1, len(ranking) + 1)
     return positions
+
+
+def rank_score(scores: np.ndarray) -> np.ndarray:
+    """1 - (mean rank - 1) / (d - 1) over the rows of ``scores`` (members, d): 1 = first everywhere."""
+    scores = np.atleast_2d(scores)
+    d = scores.shape[1]
+    positions = np.array([rank_positions(rank_features(s)) for s in scores], dtype=np.float64)
+    return 1.0 - (positions.mean(axis=0) - 1.0) / max(d - 1, 1)
+
+
+CORRELATION_BLOCK_ROWS = 1024  # rows of the d x d correlation held at once: 80 MB at d = 20,000
+
+
+def correlated_features(X: np.ndarray, n_neighbors: int, block_rows: int = CORRELATION_BLOCK_ROWS) -> np.ndarray:
+    """Each feature and its ``n_neighbors`` features of largest absolute correlation (docs/method.md §5).
+
+    Parameters
+    ----------
+    X : array of shape (n, d)
+        The standardized table (columns of mean 0; a flat column correlates
+        with nothing).
+    n_neighbors : int
+        At least 0 and below d.
+
+    Returns
+    -------
+    ndarray of shape (d, n_neighbors + 1)
+        Row j: feature j first, then its neighbours by decreasing absolute
+        correlation, ties by the smaller index. Computed ``block_rows``
+        features at a time, so memory grows with d, not d².
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    if not 0 <= n_neighbors < d:
+        raise ValueError(f"n_neighbors must be in [0, {d - 1}] for {d} features, got {n_neighbors}")
+    norms = np.linalg.norm(X, axis=0)
+    unit = X / np.where(norms > 0, norms, 1.0)
+    neighbours = np.empty((d, n_neighbors + 1), dtype=np.int64)
+    for start in range(0, d, block_rows):
+        stop = min(start + block_rows, d)
+        correlation = np.abs(unit[:, start:stop].T @ unit)
+        # The feature itself first, whatever a copy of it correlates.
+        correlation[np.arange(stop - start), np.arange(start, stop)] = np.inf
+        neighbours[start:stop] = np.argsort(-correlation, axis=1, kind="stable")[:, :n_neighbors + 1]
+    return neighbours
+
+
+def smooth_over_correlated(scores: np.ndarray, neighbours: np.ndarray) -> np.ndarray:
+    """Each feature's rank score averaged over it and its correlated features (a variant beyond the paper).
+
+    Parameters
+    ----------
+    scores : array of shape (d,)
+        One network's scores, higher is better.
+    neighbours : array of shape (d, m)
+        From :func:`correlated_features`.
+
+    Returns
+    -------
+    ndarray of shape (d,)
+        The mean of :func:`rank_score` over each row of ``neighbours``: a
+        feature and its near-copies count alike, so runs that pick different
+        members of one group of features agree more (docs/consensus.md).
+    """
+    return rank_score(scores)[np.asarray(neighbours)].mean(axis=1)

@@ -12,8 +12,12 @@ from iclfs.pipelines.frames import laplacian_vector
 
 
 def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str], laplacian_scores: pd.DataFrame,
-                  ranking: dict, consensus: dict, selection: dict) -> tuple[pd.DataFrame, dict]:
+                  standardized_data: np.ndarray, ranking: dict, consensus: dict, selection: dict
+                  ) -> tuple[pd.DataFrame, dict]:
     """Features best first, by the consensus of the members' ``ranking.score``.
+
+    ``standardized_data`` (n, d) is read only with ``ranking.smoothing_neighbors``
+    > 0, for the features each score is averaged over.
 
     Returns
     -------
@@ -31,14 +35,14 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
     grid = chain.k_values_for(SelectionConfig.from_dict(selection), len(feature_names))
     scores = np.asarray(member_scores[ranking_config.score])
     ranked = chain.rank(scores, ranking_config, ConsensusConfig.from_dict(consensus),
-                        laplacian_vector(laplacian_scores), grid)
+                        laplacian_vector(laplacian_scores), grid, chain.neighbours_for(standardized_data, ranking_config))
     order = ranked.ranking
     table = pd.DataFrame({
         "rank": np.arange(1, len(order) + 1),
         "feature_index": order,
         "feature_name": np.asarray(feature_names, dtype=object)[order],
         "score": ranked.scores[order],
-        "score_name": ranking_config.score if len(scores) == 1 else f"consensus of {ranking_config.score}",
+        "score_name": score_name(ranking_config, len(scores)),
     })
     metrics: dict = {}
     if len(scores) > 1:
@@ -48,3 +52,11 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
             table[f"top_{k}_frequency"] = ranked.frequency[k][order]
         metrics["member_jaccard"] = [{"value": float(ranked.member_jaccard[k]), "step": int(k)} for k in grid]
     return table, metrics
+
+
+def score_name(ranking: RankingConfig, members: int) -> str:
+    """What the ``score`` column holds, e.g. ``z_norm``, ``consensus of z_norm averaged over 5 correlated``."""
+    name = ranking.score if members == 1 else f"consensus of {ranking.score}"
+    if ranking.smoothing_neighbors:
+        name += f" averaged over {ranking.smoothing_neighbors} correlated"
+    return name
