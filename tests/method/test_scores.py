@@ -182,3 +182,13 @@ def test_smoothing_averages_the_rank_scores_by_hand():
     neighbours = np.array([[0, 1], [1, 3], [2, 0], [3, 2]])
     np.testing.assert_allclose(rank_score(scores), [1, 0, 2 / 3, 1 / 3])
     np.testing.assert_allclose(smooth_over_correlated(scores, neighbours), [0.5, 1 / 6, 5 / 6, 0.5])
+
+
+@pytest.mark.parametrize("m", [1, 3, 9])
+def test_correlated_features_break_ties_by_the_smaller_index(m):
+    rng = np.random.default_rng(3)
+    base = rng.normal(size=(12, 4))
+    # exact copies tie with their original; flat columns tie with everything at 0
+    X = np.column_stack([base, base[:, [1, 1, 2]], np.zeros((12, 3))])
+    X -= X.mean(axis=0)
+    np.testing.assert_array_equal(correlated_features(X, m, block_rows=4), naive_neighbours(X, m))

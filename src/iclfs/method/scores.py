@@ -115,8 +115,26 @@ def correlated_features(X: np.ndarray, n_neighbors: int, block_rows: int = CORRE
         correlation = np.abs(unit[:, start:stop].T @ unit)
         # The feature itself first, whatever a copy of it correlates.
         correlation[np.arange(stop - start), np.arange(start, stop)] = np.inf
-        neighbours[start:stop] = np.argsort(-correlation, axis=1, kind="stable")[:, :n_neighbors + 1]
+        neighbours[start:stop] = _largest(correlation, n_neighbors + 1)
     return neighbours
+
+
+def _largest(values: np.ndarray, m: int) -> np.ndarray:
+    """Per row, the columns of the m largest values, largest first, ties by the smaller column.
+
+    A partition finds them in O(d) per row; only a row with a tie across the
+    m-th place (a flat feature's zeros) is sorted whole, to keep the smaller columns.
+    """
+    rows = np.arange(len(values))[:, None]
+    if m < values.shape[1]:
+        picked = np.argpartition(-values, m - 1, axis=1)[:, :m]
+        threshold = values[rows, picked].min(axis=1, keepdims=True)
+        tied = np.flatnonzero((values >= threshold).sum(axis=1) > m)
+        picked[tied] = np.argsort(-values[tied], axis=1, kind="stable")[:, :m]
+    else:
+        picked = np.broadcast_to(np.arange(values.shape[1]), values.shape).copy()
+    order = np.lexsort((picked, -values[rows, picked]), axis=1)
+    return np.take_along_axis(picked, order, axis=1)
 
 
 def smooth_over_correlated(scores: np.ndarray, neighbours: np.ndarray) -> np.ndarray:
