@@ -34,7 +34,6 @@ import torch
 from scipy.stats import spearmanr
 
 from exploration import Dataset, z_norm_scores
-from iclfs.method.consensus import mean_pairwise_jaccard
 from iclfs.method.runtime import compute_settings
 from iclfs.method.scores import rank_features
 from iclfs.method.training import Trainer
@@ -63,14 +62,6 @@ with compute_settings(torch.device("cpu"), "fp32", None):
         scores["trained minus untrained mean"].append(after - untrained_mean)
 print(f"{len(SEEDS)} runs in {time.perf_counter() - started:.0f} s; Spearman correlation of each run's "
       f"trained and untrained scores: {', '.join(f'{c:.2f}' for c in correlations)}\n")
-metadata = data.table.metadata or {}
-signal = set(data.table.informative_features or ()) | set(metadata.get("redundant_features", ()))
-print("| score | Jaccard@50 between the four seeds | best-k accuracy (mean ± std over seeds 0-3) |"
-      + (" signal features in the first 50 (per seed) |" if signal else ""))
-print("|---|---|---|" + ("---|" if signal else ""))
+print(data.header("score"))
 for name, runs in scores.items():
-    rankings = [rank_features(s) for s in runs]
-    accuracies, selections = zip(*(data.evaluate(r) for r in rankings))
-    found = ", ".join(str(sum(int(j) in signal for j in r[:50])) for r in rankings)
-    print(f"| {name} | {mean_pairwise_jaccard(selections):.3f} | {np.mean(accuracies):.2f} ± "
-          f"{np.std(accuracies):.2f} |" + (f" {found} |" if signal else ""), flush=True)
+    print(data.row([rank_features(s) for s in runs], name), flush=True)

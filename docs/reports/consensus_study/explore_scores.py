@@ -17,11 +17,8 @@ random features would hold 3.75 of them on average).
 import sys
 import time
 
-import numpy as np
-
 from exploration import Dataset
 from iclfs.method.config import SCORE_NAMES, RuntimeConfig, TrainingConfig, ViewConfig
-from iclfs.method.consensus import mean_pairwise_jaccard
 from iclfs.method.scores import feature_scores, rank_features
 from iclfs.method.training import contrastive_losses, embed, train
 
@@ -41,13 +38,6 @@ for seed in SEEDS:
         rankings[name].append(rank_features(values))
 print(f"{len(SEEDS)} runs in {time.perf_counter() - started:.0f} s; the contrastive score took "
       f"{scoring_seconds / training_seconds:.3f} of the training time\n")
-metadata = data.table.metadata or {}
-signal = set(data.table.informative_features or ()) | set(metadata.get("redundant_features", ()))
-print("| score | Jaccard@50 between the four seeds | best-k accuracy (mean ± std over seeds 0-3) |"
-      + (" signal features in the first 50 (per seed) |" if signal else ""))
-print("|---|---|---|" + ("---|" if signal else ""))
+print(data.header("score"))
 for name, runs in rankings.items():
-    accuracies, selections = zip(*(data.evaluate(r) for r in runs))
-    found = ", ".join(str(sum(int(j) in signal for j in r[:50])) for r in runs)
-    print(f"| {name} | {mean_pairwise_jaccard(selections):.3f} | {np.mean(accuracies):.2f} ± "
-          f"{np.std(accuracies):.2f} |" + (f" {found} |" if signal else ""), flush=True)
+    print(data.row(runs, name), flush=True)

@@ -8,7 +8,8 @@ embedded default each run's first 50 hold about 30 of the 60 informative and
 redundant columns, but not the same 30 (explore_scores.py). A feature and its
 near-copies should matter alike, so this script replaces each feature's log
 z-norm by its mean over the feature and its K features of largest absolute
-correlation with it (from the standardized data, no labels), for K = 5, 10
+correlation with it (from the standardized data, no labels; the package's
+``correlated_features``), for K = 5, 10
 and 20 (and, in the rows marked "rank scores", its rank score, 1 = first,
 0 = last, which any score has). It trains one 100-epoch ``fast`` run at each of the seeds 0-3 (not
 the decision seeds 42-44) and prints, per K, the Jaccard index of the four
@@ -27,22 +28,14 @@ import numpy as np
 import torch
 
 from exploration import Dataset, z_norm_scores
-from iclfs.method.consensus import mean_pairwise_jaccard, rank_score
+from iclfs.method.consensus import rank_score
 from iclfs.method.runtime import compute_settings
-from iclfs.method.scores import rank_features
+from iclfs.method.scores import correlated_features, rank_features
 from iclfs.method.training import Trainer
 
 SEEDS = (0, 1, 2, 3)
 EPOCHS = 100
 NEIGHBOURS = (0, 5, 10, 20)
-
-
-def nearest_features(X: np.ndarray, k: int) -> np.ndarray:
-    """(d, k + 1): each feature and its k features of largest absolute correlation."""
-    standardized = (X - X.mean(axis=0)) / np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
-    correlation = np.abs(standardized.T @ standardized) / len(X)
-    np.fill_diagonal(correlation, np.inf)  # the feature itself first
-    return np.argsort(-correlation, axis=1, kind="stable")[:, :k + 1]
 
 
 data = Dataset(sys.argv[1])
@@ -56,17 +49,9 @@ with compute_settings(torch.device("cpu"), "fp32", None):
             trainer.step()
         trained.append(np.log(z_norm_scores(trainer)))
 print(f"{len(SEEDS)} runs in {time.perf_counter() - started:.0f} s\n")
-metadata = data.table.metadata or {}
-signal = set(data.table.informative_features or ()) | set(metadata.get("redundant_features", ()))
-print("| network | K | Jaccard@50 between the four seeds | best-k accuracy (mean ± std over seeds 0-3) |"
-      + (" signal features in the first 50 (per seed) |" if signal else ""))
-print("|---|---|---|---|" + ("---|" if signal else ""))
+print(data.header("network", "K"))
 rank_scores = [rank_score(s) for s in trained]
 for network, scores in (("trained", trained), ("trained, rank scores", rank_scores), ("untrained", untrained)):
     for k in NEIGHBOURS:
-        neighbours = nearest_features(data.X, k)
-        rankings = [rank_features(s[neighbours].mean(axis=1)) for s in scores]
-        accuracies, selections = zip(*(data.evaluate(r) for r in rankings))
-        found = ", ".join(str(sum(int(j) in signal for j in r[:50])) for r in rankings)
-        print(f"| {network} | {k} | {mean_pairwise_jaccard(selections):.3f} | {np.mean(accuracies):.2f} ± "
-              f"{np.std(accuracies):.2f} |" + (f" {found} |" if signal else ""), flush=True)
+        neighbours = correlated_features(data.X, k)
+        print(data.row([rank_features(s[neighbours].mean(axis=1)) for s in scores], network, k), flush=True)
