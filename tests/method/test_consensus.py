@@ -236,21 +236,22 @@ def test_smoothing_averages_each_members_score_before_combining(tiny_table):
     smoothed = chain.run(tiny_table, base.with_overrides("ranking.smoothing_neighbors=3"))
     # the same network: the average is computed after training, from the data alone
     np.testing.assert_array_equal(smoothed.members[0].scores["z_norm"], plain.members[0].scores["z_norm"])
-    neighbours = correlated_features(plain.prepared.standardized, 3)
-    expected = smooth_over_correlated(plain.members[0].scores["z_norm"], neighbours)
+    neighbors = correlated_features(plain.prepared.standardized, 3)
+    expected = smooth_over_correlated(plain.members[0].scores["z_norm"], neighbors)
     np.testing.assert_allclose(smoothed.ranking.scores, expected)
     np.testing.assert_array_equal(smoothed.ranking.ranking, rank_features(expected))
     assert not np.array_equal(smoothed.ranking.ranking, plain.ranking.ranking)
 
     consensus = base.with_overrides("consensus.members=2,consensus.member_epochs=1,ranking.smoothing_neighbors=3")
     result = chain.run(tiny_table, consensus)
-    members = np.array([smooth_over_correlated(m.scores["z_norm"], neighbours) for m in result.members])
+    members = np.array([smooth_over_correlated(m.scores["z_norm"], neighbors) for m in result.members])
     np.testing.assert_allclose(result.ranking.scores, combine(members, "mean_rank"))
     np.testing.assert_array_equal(result.ranking.member_rankings, member_rankings(members))
 
 
-def test_too_many_smoothing_neighbours_are_refused_before_training(tiny_table):
-    settings = Settings(runtime=QUIET).with_overrides("ranking.smoothing_neighbors=40,selection.k=5,selection.k_values=[5]")
+def test_too_many_smoothing_neighbors_are_refused_before_training(tiny_table):
+    settings = Settings(runtime=QUIET).with_overrides(
+        "ranking.smoothing_neighbors=40,selection.k=5,selection.k_values=[5]")
     with pytest.raises(DataValidationError, match=r"40 feature\(s\), but ranking.smoothing_neighbors is 40\. "
                                                   r"Lower it to at most 39"):
         chain.prepare_data(tiny_table, settings)
@@ -258,7 +259,7 @@ def test_too_many_smoothing_neighbours_are_refused_before_training(tiny_table):
         Settings().with_overrides("ranking.smoothing_neighbors=-1")
 
 
-def test_rank_needs_the_neighbours_it_averages_over():
+def test_rank_needs_the_neighbors_it_averages_over():
     ranking = Settings().with_overrides("ranking.smoothing_neighbors=2").ranking
     with pytest.raises(ValueError, match="needs each feature's 2 correlated features"):
         chain.rank(np.ones((1, 5)), ranking, ConsensusConfig(), None, [2])

@@ -129,7 +129,7 @@ def test_rank_positions_property(ranking):
 # -- averaging over correlated features (a variant beyond the paper) --------
 
 
-def naive_neighbours(X, m):
+def naive_neighbors(X, m):
     """Feature j first, then the m others of largest |Pearson correlation|, ties by the smaller index."""
     n, d = X.shape
     rows = []
@@ -149,12 +149,12 @@ def test_correlated_features_by_hand():
     # 1 and 2 near-copies of 0 (2 negated), 3 unrelated, 4 flat: |correlation| orders them
     X = np.column_stack([a, a + 0.1 * b, -a + 0.05 * c, c, np.zeros(30)])
     X -= X.mean(axis=0)
-    neighbours = correlated_features(X, 2)
-    assert neighbours[:, 0].tolist() == [0, 1, 2, 3, 4]  # every feature first in its own row
-    assert neighbours[0].tolist() == [0, 2, 1]  # the negated copy is the nearer: the sign does not count
-    assert neighbours[1].tolist() == [1, 0, 2]
-    assert neighbours[4].tolist() == [4, 0, 1]  # a flat feature correlates with nothing: ties by index
-    assert neighbours.tolist() == naive_neighbours(X, 2)
+    neighbors = correlated_features(X, 2)
+    assert neighbors[:, 0].tolist() == [0, 1, 2, 3, 4]  # every feature first in its own row
+    assert neighbors[0].tolist() == [0, 2, 1]  # the negated copy is the nearer: the sign does not count
+    assert neighbors[1].tolist() == [1, 0, 2]
+    assert neighbors[4].tolist() == [4, 0, 1]  # a flat feature correlates with nothing: ties by index
+    assert neighbors.tolist() == naive_neighbors(X, 2)
 
 
 @pytest.mark.parametrize("block_rows", [1, 3, 64])
@@ -162,26 +162,26 @@ def test_correlated_features_do_not_depend_on_the_block_size(block_rows):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(20, 9)) @ rng.normal(size=(9, 17))  # correlated columns
     X -= X.mean(axis=0)
-    np.testing.assert_array_equal(correlated_features(X, 4, block_rows=block_rows), naive_neighbours(X, 4))
+    np.testing.assert_array_equal(correlated_features(X, 4, block_rows=block_rows), naive_neighbors(X, 4))
 
 
 @pytest.mark.parametrize("m", [-1, 5])
-def test_correlated_features_refuse_too_many_neighbours(m):
+def test_correlated_features_refuse_too_many_neighbors(m):
     with pytest.raises(ValueError, match=r"n_neighbors must be in \[0, 4\] for 5 features"):
         correlated_features(np.ones((3, 5)), m)
 
 
-def test_zero_neighbours_leave_the_ranking_as_it_was():
+def test_zero_neighbors_leave_the_ranking_as_it_was():
     scores = np.array([0.3, 2.0, -1.0, 0.7])
-    neighbours = correlated_features(np.random.default_rng(2).normal(size=(6, 4)), 0)
-    assert rank_features(smooth_over_correlated(scores, neighbours)).tolist() == rank_features(scores).tolist()
+    neighbors = correlated_features(np.random.default_rng(2).normal(size=(6, 4)), 0)
+    assert rank_features(smooth_over_correlated(scores, neighbors)).tolist() == rank_features(scores).tolist()
 
 
 def test_smoothing_averages_the_rank_scores_by_hand():
     scores = np.array([4.0, 1.0, 3.0, 2.0])  # ranks 1, 4, 2, 3: rank scores 1, 0, 2/3, 1/3
-    neighbours = np.array([[0, 1], [1, 3], [2, 0], [3, 2]])
+    neighbors = np.array([[0, 1], [1, 3], [2, 0], [3, 2]])
     np.testing.assert_allclose(rank_score(scores), [1, 0, 2 / 3, 1 / 3])
-    np.testing.assert_allclose(smooth_over_correlated(scores, neighbours), [0.5, 1 / 6, 5 / 6, 0.5])
+    np.testing.assert_allclose(smooth_over_correlated(scores, neighbors), [0.5, 1 / 6, 5 / 6, 0.5])
 
 
 @pytest.mark.parametrize("m", [1, 3, 9])
@@ -191,4 +191,4 @@ def test_correlated_features_break_ties_by_the_smaller_index(m):
     # exact copies tie with their original; flat columns tie with everything at 0
     X = np.column_stack([base, base[:, [1, 1, 2]], np.zeros((12, 3))])
     X -= X.mean(axis=0)
-    np.testing.assert_array_equal(correlated_features(X, m, block_rows=4), naive_neighbours(X, m))
+    np.testing.assert_array_equal(correlated_features(X, m, block_rows=4), naive_neighbors(X, m))

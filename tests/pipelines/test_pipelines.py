@@ -107,8 +107,8 @@ def test_the_contrastive_score_orders_the_features_through_the_pipeline(tiny_tab
 def test_the_average_over_correlated_features_orders_them_through_the_pipeline(tiny_table, fast_parameters):
     fast_parameters["ranking"] = {**fast_parameters["ranking"], "smoothing_neighbors": 3}
     catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
-    neighbours = correlated_features(catalog.load("standardized_data"), 3)
-    expected = smooth_over_correlated(catalog.load("member_scores")["z_norm"][0], neighbours)
+    neighbors = correlated_features(catalog.load("standardized_data"), 3)
+    expected = smooth_over_correlated(catalog.load("member_scores")["z_norm"][0], neighbors)
     ranking = catalog.load("feature_ranking")
     np.testing.assert_allclose(ranking.sort_values("feature_index")["score"], expected)
     assert set(ranking["score_name"]) == {"z_norm averaged over 3 correlated"}

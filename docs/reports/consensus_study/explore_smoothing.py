@@ -35,7 +35,7 @@ from iclfs.method.training import Trainer
 
 SEEDS = (0, 1, 2, 3)
 EPOCHS = 100
-NEIGHBOURS = (0, 5, 10, 20)
+NEIGHBORS = (0, 5, 10, 20)
 
 
 data = Dataset(sys.argv[1])
@@ -52,6 +52,6 @@ print(f"{len(SEEDS)} runs in {time.perf_counter() - started:.0f} s\n")
 print(data.header("network", "K"))
 rank_scores = [rank_score(s) for s in trained]
 for network, scores in (("trained", trained), ("trained, rank scores", rank_scores), ("untrained", untrained)):
-    for k in NEIGHBOURS:
-        neighbours = correlated_features(data.X, k)
-        print(data.row([rank_features(s[neighbours].mean(axis=1)) for s in scores], network, k), flush=True)
+    for k in NEIGHBORS:
+        neighbors = correlated_features(data.X, k)
+        print(data.row([rank_features(s[neighbors].mean(axis=1)) for s in scores], network, k), flush=True)

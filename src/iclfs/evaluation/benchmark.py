@@ -52,7 +52,8 @@ def method_name(settings: Settings) -> str:
     Anything else that differs from the paper's run is a tag in brackets:
     the ``fast`` schedule, a consensus (members x epochs, their share of the
     samples, the combining rule and the Laplacian weight when not the
-    default), feature blocks, the average over correlated features, the published code's random draws, bf16 arithmetic:
+    default), feature blocks, the average over correlated features, the
+    published code's random draws, bf16 arithmetic:
     ``ICLFS [fast]``, ``ICLFS [fast, consensus 8x20, 0.5 of samples]``,
     ``ICLFS [fast, consensus 4x100, 8 feature blocks]``, ``ICLFS [fast, smoothing 5]``
     (scores averaged over 5 correlated features), ``ICLFS [published stream]``.

@@ -159,7 +159,7 @@ class Ranking:
     member_jaccard: dict[int, float | None]
 
 
-def neighbours_for(standardized: np.ndarray, ranking: RankingConfig) -> np.ndarray | None:
+def neighbors_for(standardized: np.ndarray, ranking: RankingConfig) -> np.ndarray | None:
     """The correlated features ``rank`` averages over (None with ``ranking.smoothing_neighbors: 0``)."""
     if ranking.smoothing_neighbors == 0:
         return None
@@ -167,7 +167,7 @@ def neighbours_for(standardized: np.ndarray, ranking: RankingConfig) -> np.ndarr
 
 
 def rank(member_scores: np.ndarray, ranking: RankingConfig, consensus: ConsensusConfig,
-         laplacian: np.ndarray | None, k_values: list[int], neighbours: np.ndarray | None = None) -> Ranking:
+         laplacian: np.ndarray | None, k_values: list[int], neighbors: np.ndarray | None = None) -> Ranking:
     """Combine the members' scores (members, d) into one ranking.
 
     With one member the ranking is that member's own score (the paper's run;
@@ -175,14 +175,14 @@ def rank(member_scores: np.ndarray, ranking: RankingConfig, consensus: Consensus
     whatever ``consensus.laplacian_weight``; ``laplacian`` (the Laplacian
     scores) is needed only for a consensus with ``laplacian_weight`` > 0.
     With ``ranking.smoothing_neighbors`` > 0 each member's score is first
-    averaged over ``neighbours`` (:func:`neighbours_for`).
+    averaged over ``neighbors`` (:func:`neighbors_for`).
     """
     member_scores = np.atleast_2d(np.asarray(member_scores, dtype=np.float64))
     if ranking.smoothing_neighbors > 0:
-        if neighbours is None or neighbours.shape[1] != ranking.smoothing_neighbors + 1:
+        if neighbors is None or neighbors.shape[1] != ranking.smoothing_neighbors + 1:
             raise ValueError(f"ranking.smoothing_neighbors = {ranking.smoothing_neighbors} needs each feature's "
-                             f"{ranking.smoothing_neighbors} correlated features (neighbours_for)")
-        member_scores = np.array([smooth_over_correlated(s, neighbours) for s in member_scores])
+                             f"{ranking.smoothing_neighbors} correlated features (neighbors_for)")
+        member_scores = np.array([smooth_over_correlated(s, neighbors) for s in member_scores])
     scores = combine(member_scores, consensus.combine)
     # The fusion is part of combining members: one member is the paper's run, its raw score.
     if len(member_scores) > 1 and consensus.laplacian_weight > 0:
@@ -254,7 +254,7 @@ def run(table: FeatureTable, settings: Settings | None = None) -> ChainResult:
     members = fit_members(invert(prepared.standardized), settings)
     laplacian = laplacian_scores(prepared.standardized, n_neighbors=settings.laplacian.n_neighbors)
     ranked = rank(np.array([m.scores[settings.ranking.score] for m in members]), settings.ranking,
-                  settings.consensus, laplacian, grid, neighbours_for(prepared.standardized, settings.ranking))
+                  settings.consensus, laplacian, grid, neighbors_for(prepared.standardized, settings.ranking))
     selections = select(ranked.ranking, laplacian, settings.selection, grid)
     return ChainResult(prepared, members, laplacian, ranked, selections,
                        choose(selections, ranked.frequency, settings.selection, d))

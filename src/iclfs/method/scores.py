@@ -99,7 +99,7 @@ def correlated_features(X: np.ndarray, n_neighbors: int, block_rows: int = CORRE
     Returns
     -------
     ndarray of shape (d, n_neighbors + 1)
-        Row j: feature j first, then its neighbours by decreasing absolute
+        Row j: feature j first, then its neighbors by decreasing absolute
         correlation, ties by the smaller index. Computed ``block_rows``
         features at a time, so memory grows with d, not d².
     """
@@ -109,14 +109,14 @@ def correlated_features(X: np.ndarray, n_neighbors: int, block_rows: int = CORRE
         raise ValueError(f"n_neighbors must be in [0, {d - 1}] for {d} features, got {n_neighbors}")
     norms = np.linalg.norm(X, axis=0)
     unit = X / np.where(norms > 0, norms, 1.0)
-    neighbours = np.empty((d, n_neighbors + 1), dtype=np.int64)
+    neighbors = np.empty((d, n_neighbors + 1), dtype=np.int64)
     for start in range(0, d, block_rows):
         stop = min(start + block_rows, d)
         correlation = np.abs(unit[:, start:stop].T @ unit)
         # The feature itself first, whatever a copy of it correlates.
         correlation[np.arange(stop - start), np.arange(start, stop)] = np.inf
-        neighbours[start:stop] = _largest(correlation, n_neighbors + 1)
-    return neighbours
+        neighbors[start:stop] = _largest(correlation, n_neighbors + 1)
+    return neighbors
 
 
 def _largest(values: np.ndarray, m: int) -> np.ndarray:
@@ -137,21 +137,21 @@ def _largest(values: np.ndarray, m: int) -> np.ndarray:
     return np.take_along_axis(picked, order, axis=1)
 
 
-def smooth_over_correlated(scores: np.ndarray, neighbours: np.ndarray) -> np.ndarray:
+def smooth_over_correlated(scores: np.ndarray, neighbors: np.ndarray) -> np.ndarray:
     """Each feature's rank score averaged over it and its correlated features (a variant beyond the paper).
 
     Parameters
     ----------
     scores : array of shape (d,)
         One network's scores, higher is better.
-    neighbours : array of shape (d, m)
+    neighbors : array of shape (d, m)
         From :func:`correlated_features`.
 
     Returns
     -------
     ndarray of shape (d,)
-        The mean of :func:`rank_score` over each row of ``neighbours``: a
+        The mean of :func:`rank_score` over each row of ``neighbors``: a
         feature and its near-copies count alike, so runs that pick different
         members of one group of features agree more (docs/consensus.md).
     """
-    return rank_score(scores)[np.asarray(neighbours)].mean(axis=1)
+    return rank_score(scores)[np.asarray(neighbors)].mean(axis=1)

@@ -34,8 +34,9 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
     ranking_config = RankingConfig.from_dict(ranking)
     grid = chain.k_values_for(SelectionConfig.from_dict(selection), len(feature_names))
     scores = np.asarray(member_scores[ranking_config.score])
+    neighbors = chain.neighbors_for(standardized_data, ranking_config)
     ranked = chain.rank(scores, ranking_config, ConsensusConfig.from_dict(consensus),
-                        laplacian_vector(laplacian_scores), grid, chain.neighbours_for(standardized_data, ranking_config))
+                        laplacian_vector(laplacian_scores), grid, neighbors)
     order = ranked.ranking
     table = pd.DataFrame({
         "rank": np.arange(1, len(order) + 1),
