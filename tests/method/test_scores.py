@@ -131,7 +131,7 @@ def test_rank_positions_property(ranking):
 
 def naive_neighbors(X, m):
     """Feature j first, then the m others of largest |Pearson correlation|, ties by the smaller index."""
-    n, d = X.shape
+    d = X.shape[1]
     rows = []
     for j in range(d):
         def corr(i):

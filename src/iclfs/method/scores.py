@@ -104,7 +104,7 @@ def correlated_features(X: np.ndarray, n_neighbors: int, block_rows: int = CORRE
         features at a time, so memory grows with d, not d².
     """
     X = np.asarray(X, dtype=np.float64)
-    n, d = X.shape
+    d = X.shape[1]
     if not 0 <= n_neighbors < d:
         raise ValueError(f"n_neighbors must be in [0, {d - 1}] for {d} features, got {n_neighbors}")
     norms = np.linalg.norm(X, axis=0)
