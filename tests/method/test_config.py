@@ -124,3 +124,12 @@ def test_the_configuration_guide_lists_every_key_with_its_default():  # keys and
         for key, default in section().to_dict().items():
             shown = "null" if default is None else str(default).lower() if isinstance(default, bool) else default
             assert f"| `{key}` | `{shown}` |" in guide, f"{name}.{key}: the guide's default is not {shown!r}"
+
+
+@pytest.mark.parametrize("conf_file", ["parameters_benchmark.yml", "dask.yml"])
+def test_the_configuration_guide_lists_every_key_outside_the_method(conf_file):
+    guide = (CONF.parents[1] / "docs" / "guides" / "configuration.md").read_text()
+    sections = yaml.safe_load((CONF / conf_file).read_text())
+    keys = [f"{section}.{key}" for section, values in sections.items() for key in values]
+    assert keys
+    assert [key for key in keys if f"| `{key}` |" not in guide] == []

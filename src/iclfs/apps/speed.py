@@ -456,7 +456,7 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.
     parser.add_argument("--datasets-dir", default="../shared/datasets")
     parser.add_argument("--epochs", type=int, default=3, help="measured epochs per schedule (after 1 warm-up)")
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--precision", default="auto", help="training.precision of both schedules (auto: each "
+    parser.add_argument("--precision", default="auto", help="runtime.precision of both schedules (auto: each "
                         "schedule's default; fp32 on CPU, tf32 for fast on CUDA)")
     parser.add_argument("--sweep-d", type=int, nargs="*", default=None, help=f"default: {' '.join(map(str, SWEEP_D))}")
     parser.add_argument("--sweep-n", type=int, nargs="*", default=None, help=f"default: {' '.join(map(str, SWEEP_N))}")
