@@ -35,12 +35,16 @@ EPOCHS = 100
 NEAREST = 10
 
 
+def mean_of_nearest(similarity: np.ndarray) -> np.ndarray:
+    """Each row's mean over its ``NEAREST`` largest entries off the diagonal, shape (d,); overwrites the diagonal."""
+    np.fill_diagonal(similarity, -np.inf)
+    return np.sort(similarity, axis=1)[:, -NEAREST:].mean(axis=1)
+
+
 def density(rows: np.ndarray) -> np.ndarray:
     """Each row's mean cosine similarity to its ``NEAREST`` most similar other rows, shape (d,)."""
     unit = rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
-    cosine = unit @ unit.T
-    np.fill_diagonal(cosine, -np.inf)
-    return np.sort(cosine, axis=1)[:, -NEAREST:].mean(axis=1)
+    return mean_of_nearest(unit @ unit.T)
 
 
 def scores_of(trainer: Trainer) -> dict[str, np.ndarray]:
@@ -65,8 +69,6 @@ print(data.header("network", "score"))
 for network, runs in (("trained", trained), ("untrained", untrained)):
     for name in runs[0]:
         print(data.row([rank_features(run[name]) for run in runs], network, name), flush=True)
-correlation = np.abs(np.corrcoef(data.X, rowvar=False))
-np.fill_diagonal(correlation, -np.inf)
-data_density = np.sort(correlation, axis=1)[:, -NEAREST:].mean(axis=1)
+data_density = mean_of_nearest(np.abs(np.corrcoef(data.X, rowvar=False)))
 for name, values in (("data density", data_density), ("data isolation", -data_density)):
     print(data.row([rank_features(values)] * len(SEEDS), "none", name), flush=True)
