@@ -65,6 +65,7 @@ PAPER = "consensus.members=1,training.schedule=paper,consensus.laplacian_weight=
          "ICLFS [consensus 4x100, 8 feature blocks]"),
         ("consensus.members=1,consensus.feature_blocks=4", "ICLFS [4 feature blocks]"),
         ("training.schedule=fast,ranking.smoothing_neighbors=5", "ICLFS [fast, smoothing 5]"),
+        ("training.schedule=fast,training.d_z=128", "ICLFS [fast, d_z 128]"),
     ],
 )
 def test_method_names_follow_the_papers_ablation_names(changes, name):

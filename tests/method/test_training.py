@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import torch.nn.functional as F
 
 from iclfs.method.config import RuntimeConfig, TrainingConfig, ViewConfig
 from iclfs.method.losses import loss_block_rows
+from iclfs.method.model import REGIMES
 from iclfs.method.replay import paper_step
 from iclfs.method.runtime import (
     BLOCKED_ATTENTION_MIN_SAMPLES,
@@ -24,6 +26,7 @@ from iclfs.method.training import (
     contrastive_losses,
     embed,
     fast_step,
+    network_regime,
     paper_equivalent_momenta,
     train,
 )
@@ -148,6 +151,21 @@ def test_train_tiny_map(schedule):
     assert np.isfinite(h).all() and np.isfinite(z).all()
 
 
+@pytest.mark.parametrize("schedule", ["fast", "paper"])
+def test_d_z_widens_the_embedding_alone_and_trains(schedule):
+    d, n = 30, 12
+    A = np.random.default_rng(5).normal(size=(d, n)).astype(np.float32)
+    wide = TrainingConfig(epochs=2, schedule=schedule, d_z=48)
+    assert network_regime(n, wide) == dataclasses.replace(network_regime(n, TrainingConfig()), d_z=48)
+    result = train(A, wide, ViewConfig(), CPU, seed=1)
+    assert result.regime.d_z == 48 and result.model.project_out.out_features == 48
+    h, z = embed(result.model, A)
+    assert h.shape == (d, 512) and z.shape == (d, 48)
+    assert np.isfinite([row["loss"] for row in result.history]).all()
+    # the large regime is widened the same way, its other sizes kept
+    assert network_regime(n, TrainingConfig(regime="large", d_z=48)) == dataclasses.replace(REGIMES["large"], d_z=48)
+
+
 def test_train_changes_parameters():
     d, n = 20, 8
     A = np.random.default_rng(6).normal(size=(d, n)).astype(np.float32)
@@ -243,6 +261,8 @@ def test_contrastive_losses_depend_on_the_seed_alone_and_leave_training_streams_
         {"learning_rate": 0.0},
         {"weight_decay": -1.0},
         {"dropout": 1.0},
+        {"d_z": 0},
+        {"d_z": 2.5},
     ],
 )
 def test_invalid_config_raises(kwargs):

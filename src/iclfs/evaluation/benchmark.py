@@ -52,11 +52,13 @@ def method_name(settings: Settings) -> str:
     Anything else that differs from the paper's run is a tag in brackets:
     the ``fast`` schedule, a consensus (members x epochs, their share of the
     samples, the combining rule and the Laplacian weight when not the
-    default), feature blocks, the average over correlated features, the
-    published code's random draws, bf16 arithmetic:
+    default), feature blocks, the average over correlated features, a width
+    of the embedding other than the regime's, the published code's random
+    draws, bf16 arithmetic:
     ``ICLFS [fast]``, ``ICLFS [fast, consensus 8x20, 0.5 of samples]``,
     ``ICLFS [fast, consensus 4x100, 8 feature blocks]``, ``ICLFS [fast, smoothing 5]``
-    (scores averaged over 5 correlated features), ``ICLFS [published stream]``.
+    (scores averaged over 5 correlated features), ``ICLFS [fast, d_z 128]`` (an
+    embedding 128 wide), ``ICLFS [published stream]``.
     """
     off = (not settings.selection.use_lgrc, not settings.training.use_decorrelation,
            not settings.training.use_attention, settings.views.positives == "random")
@@ -79,6 +81,8 @@ def method_name(settings: Settings) -> str:
         tags.append(f"{consensus.feature_blocks} feature blocks")
     if settings.ranking.smoothing_neighbors:
         tags.append(f"smoothing {settings.ranking.smoothing_neighbors}")
+    if settings.training.d_z is not None:
+        tags.append(f"d_z {settings.training.d_z}")
     if settings.runtime.precision == "bf16":
         tags.append("bf16")
     if settings.views.stream == "published":

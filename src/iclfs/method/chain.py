@@ -35,7 +35,6 @@ from .consensus import (
 from .laplacian import laplacian_scores
 from .lgrc import select_features
 from .losses import loss_block_rows
-from .model import select_regime
 from .preprocessing import DataValidationError, FeatureTable, PreparedData, invert, prepare
 from .runtime import (
     attention_kernel_for,
@@ -45,6 +44,7 @@ from .runtime import (
     resolve_precision,
 )
 from .scores import correlated_features, rank_features, smooth_over_correlated
+from .training import network_regime
 
 LOGGER = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ def check_for_data(settings: Settings, n_samples: int, n_features: int, source: 
         training, _ = member_settings(n_samples, settings.training, settings.consensus)
         n_member = member_samples(n_samples, settings.consensus)
         device = resolve_device(settings.runtime.device)
-        regime = select_regime(n_member, training.regime, training.regime_threshold)
+        regime = network_regime(n_member, training)
         n_network = -(-n_features // blocks)  # the largest block
         estimate = estimate_training_memory(
             n_network, n_member, regime, training.schedule, attention_kernel_for(training.schedule, n_member, device),

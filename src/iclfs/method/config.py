@@ -181,6 +181,8 @@ class TrainingConfig(Section):
     regime: str = param("auto", one_of(*REGIMES), "layer sizes (method.md §3); auto decides from n")
     regime_threshold: int = param(1000, integer(1), "auto picks the large regime from this many samples")
     decorrelation_weight: float | None = param(None, optional(number(0)), "lambda; null: the regime's")
+    d_z: int | None = param(None, optional(integer(1)),
+                            "width of the embedding z (a variant beyond the paper); null: the regime's, 16 or 32")
     dropout: float = param(0.1, number(0, 1, high_open=True), "encoder dropout")
     leaky_slope: float = param(0.2, number(0), "LeakyReLU slope of the encoder")
     bn_momentum: float = param(0.01, number(0, 1, high_open=True), "momentum of every BatchNorm layer")

@@ -23,6 +23,7 @@ speed benchmark times :meth:`Trainer.step` itself.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -61,9 +62,15 @@ class TrainingResult:
     seconds: float = 0.0  # wall time of the whole run: building the network, every epoch
 
 
-def build_model(n_samples: int, training: TrainingConfig, attention_kernel: str = "fused") -> tuple[ICLFSNetwork, Regime]:
-    """The network for maps with ``n_samples`` columns, sized by the regime."""
+def network_regime(n_samples: int, training: TrainingConfig) -> Regime:
+    """The layer sizes for maps with ``n_samples`` columns: the regime's, with ``training.d_z`` when set."""
     regime = select_regime(n_samples, training.regime, training.regime_threshold)
+    return regime if training.d_z is None else dataclasses.replace(regime, d_z=training.d_z)
+
+
+def build_model(n_samples: int, training: TrainingConfig, attention_kernel: str = "fused") -> tuple[ICLFSNetwork, Regime]:
+    """The network for maps with ``n_samples`` columns, sized by :func:`network_regime`."""
+    regime = network_regime(n_samples, training)
     model = ICLFSNetwork(
         n_samples,
         regime,
