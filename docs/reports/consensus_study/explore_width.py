@@ -8,9 +8,8 @@ effect lives", docs/consensus.md), and the paper's score is the norm of a
 16-wide embedding z_j behind a 16-wide first encoder layer. The norm of a few
 coordinates of a random network is itself random; over many coordinates it
 concentrates on what the inputs alone decide (a wide network's output tends
-to a Gaussian process whose kernel depends on the inputs, not on the draw),
-and a wide network moves less from where training would take any draw. So a
-wider network may rank the features alike from any seed. This script trains
+to a Gaussian process whose kernel depends on the inputs, not on the draw).
+So a wider network may rank the features alike from any seed. This script trains
 four 100-epoch ``fast`` runs at the seeds 0-3 (not the decision seeds 42-44)
 for each set of layer sizes and prints their Jaccard index of the k = 50
 selections (LGRC on the z-norm), their best-k accuracy (method.md §8) and
