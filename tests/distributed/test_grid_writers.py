@@ -61,15 +61,17 @@ def test_two_processes_writing_other_seeds_of_one_dataset_at_once_lose_nothing(d
         assert list(cell["k"]) == [5, 10]
 
 
-def _killer(dataset: str, method: str, log: Path):
+def _killer(dataset: str, method: str, log: Path, others: list[Path]):
     """A worker plugin: the worker that writes the cell of (dataset, method) dies half-way through the file.
 
-    Before dying it leaves its pid in the folder ``log``.
+    It dies only once the cells ``others`` exist (or after a minute), so that no other worker is half-way through a
+    file of its own when the test looks. Before dying it leaves its pid in the folder ``log``.
 
     Defined in a function so that cloudpickle sends it by value (the workers cannot import this test module).
     """
     import os
     import signal
+    import time
 
     import pandas
     from distributed import WorkerPlugin
@@ -88,6 +90,9 @@ def _killer(dataset: str, method: str, log: Path):
                     path_or_buf.write(text[: len(text) // 2])
                     path_or_buf.flush()
                     os.fsync(path_or_buf.fileno())
+                    deadline = time.monotonic() + 60
+                    while not all(other.exists() for other in others) and time.monotonic() < deadline:
+                        time.sleep(0.1)
                     (log / str(os.getpid())).touch()
                     os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no exception handler: as the OOM killer
                 return original(frame, path_or_buf, *args, **kwargs)
@@ -113,7 +118,9 @@ def test_a_worker_killed_mid_cell_leaves_no_cell_and_a_rerun_completes_the_table
                                      dashboard_address=None) as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
         pids = client.run(lambda: __import__("os").getpid())
-        client.register_plugin(_killer("Isolet", "random", kills))  # Isolet's last cell: the job's others are written
+        # Isolet's last cell: that job's others are written, and the killer waits for COIL20's job to finish
+        coil20 = [cells / name for name in expected(["COIL20"], [42])]
+        client.register_plugin(_killer("Isolet", "random", kills, coil20))
         with pytest.raises(distributed.KilledWorker):
             benchmark.execute(jobs, cells, scheduler=cluster.scheduler_address)
         killed_pids = {int(p.name) for p in kills.iterdir()}
