@@ -117,6 +117,7 @@ def test_a_worker_killed_mid_cell_leaves_no_cell_and_a_rerun_completes_the_table
             distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                      dashboard_address=None) as cluster, \
             distributed.Client(cluster, set_as_default=False) as client:
+        client.wait_for_workers(2, timeout=60)  # one job per worker: the killer's wait must not hold up the other
         pids = client.run(lambda: __import__("os").getpid())
         # Isolet's last cell: that job's others are written, and the killer waits for COIL20's job to finish
         coil20 = [cells / name for name in expected(["COIL20"], [42])]
