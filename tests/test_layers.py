@@ -13,7 +13,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "iclfs"
 #: with the pipelines; the package's __init__ only re-exports (lazily) and is not a layer.
 LAYERS = {
     "method": 0,
+    "baselines": 1,
     "io": 1,
+    "selectors": 2,
     "evaluation": 2,
     "pipelines": 3,
     "settings": 3,
@@ -22,7 +24,6 @@ LAYERS = {
     "runner": 3,
     "distributed": 3,
     "__main__": 3,
-    "apps": 4,
 }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import shutil
 import subprocess
@@ -9,6 +11,8 @@ import sys
 import tarfile
 
 from tests.conftest import PROJECT_ROOT
+
+pytestmark = pytest.mark.slow  # a browser, subprocesses or whole Kedro sessions: seconds each
 
 
 def test_packaged_project_runs_select_on_the_default_data(tmp_path):

@@ -12,7 +12,7 @@ __all__ = ["ICLFSSelector", "__version__"]
 def __getattr__(name: str):
     # Imported on first use, so `import iclfs` stays light (no torch until needed).
     if name == "ICLFSSelector":
-        from iclfs.apps.selector import ICLFSSelector
+        from iclfs.selectors import ICLFSSelector
 
         return ICLFSSelector
     raise AttributeError(f"module 'iclfs' has no attribute {name!r}")

@@ -1,10 +1,10 @@
 """Consensus members as separate Dask tasks (docs/guides/scaling.md).
 
-:func:`iclfs.method.consensus.train_members` trains a consensus's members one
+:func:`iclfs.method.members.train_members` trains a consensus's members one
 after another. :func:`train_members_on` sends each member to a Dask cluster
 as a task of its own and returns the same members: every member's plan (its
 seed and its samples) is drawn in the caller by
-:func:`~iclfs.method.consensus.plan_members` exactly as the sequential path
+:func:`~iclfs.method.members.plan_members` exactly as the sequential path
 draws it, and a member's training depends on nothing but that plan, the
 data and the settings. On CPU, at the same ``runtime.num_threads`` (Dask's
 workers start with one BLAS/OpenMP thread; set ``num_threads: 1`` to match
@@ -25,12 +25,11 @@ from typing import Any
 import numpy as np
 
 from iclfs.method.config import ConsensusConfig, RuntimeConfig, TrainingConfig, ViewConfig
-from iclfs.method.consensus import Member, member_settings, plan_members, train_member, train_members
+from iclfs.method.members import Member, member_settings, plan_members, train_member, train_members
 
 
 def train_members_on(client: Any, A: np.ndarray, training: TrainingConfig, views: ViewConfig,
-                     runtime: RuntimeConfig, consensus: ConsensusConfig, seed: int, *,
-                     contrastive: bool = False) -> list[Member]:
+                     runtime: RuntimeConfig, consensus: ConsensusConfig, seed: int) -> list[Member]:
     """Train every member as its own task on ``client``'s cluster; the members in member order.
 
     Parameters
@@ -38,8 +37,8 @@ def train_members_on(client: Any, A: np.ndarray, training: TrainingConfig, views
     client : dask.distributed.Client
     A : array of shape (d, n)
         The inverted map; sent to the cluster once and shared by the member tasks.
-    training, views, runtime, consensus, seed, contrastive
-        As :func:`iclfs.method.consensus.train_members`. No progress bar is
+    training, views, runtime, consensus, seed
+        As :func:`iclfs.method.members.train_members`. No progress bar is
         drawn on the workers (``runtime.progress`` is ignored there).
 
     Returns
@@ -54,7 +53,7 @@ def train_members_on(client: Any, A: np.ndarray, training: TrainingConfig, views
     token = uuid.uuid4().hex[:12]
     shared = client.scatter(np.ascontiguousarray(A), hash=False)
     futures = [client.submit(train_member, shared, plan, member_training, epochs, views, quiet, None,
-                             contrastive=contrastive, key=f"iclfs-member-{plan.index}-{token}", pure=False)
+                             key=f"iclfs-member-{plan.index}-{token}", pure=False)
                for plan in plans]
     try:
         return client.gather(futures)
@@ -81,7 +80,7 @@ def _in_dask_task() -> bool:
 
 
 def train_members_here(A: np.ndarray, training: TrainingConfig, views: ViewConfig, runtime: RuntimeConfig,
-                       consensus: ConsensusConfig, seed: int, *, contrastive: bool = False) -> list[Member]:
+                       consensus: ConsensusConfig, seed: int) -> list[Member]:
     """:func:`train_members_on` the cluster this task runs on, when there is room; else ``train_members``.
 
     The cluster is used inside a Dask task, for two members or more, when the
@@ -93,6 +92,5 @@ def train_members_here(A: np.ndarray, training: TrainingConfig, views: ViewConfi
 
         if _cluster_threads(get_client()) > 1:
             with worker_client() as client:  # secedes: this task's thread slot is free while the members run
-                return train_members_on(client, A, training, views, runtime, consensus, seed,
-                                        contrastive=contrastive)
-    return train_members(A, training, views, runtime, consensus, seed, contrastive=contrastive)
+                return train_members_on(client, A, training, views, runtime, consensus, seed)
+    return train_members(A, training, views, runtime, consensus, seed)

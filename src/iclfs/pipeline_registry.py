@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kedro.pipeline import Pipeline
 
-from iclfs.evaluation.paper import PAPER_DATASETS, VALIDATION_DATASETS
+from iclfs.io.tables import TableReadError, find_dataset
 from iclfs.pipelines import (
     benchmark,
     benchmark_report,
@@ -21,6 +21,7 @@ from iclfs.pipelines import (
     training,
     views,
 )
+from iclfs.pipelines.conf import project_conf
 
 LOGGER = logging.getLogger(__name__)
 
@@ -42,33 +43,26 @@ SELECT = ("data_processing", "training", "laplacian", "ranking", "lgrc", "evalua
 def benchmark_datasets(conf: Path | None = None) -> tuple[str, ...]:
     """``benchmark.datasets`` of the project's conf whose ``.mat`` file exists, in conf order.
 
-    Read with Kedro's own config loader (base, then local). A dataset whose
-    file is in neither ``datasets_dir`` nor ``validation_dir`` is left out and
-    named in a debug log line (every kedro command builds the registry); the
-    report lists it as not run.
+    Read as Kedro reads conf (base, then local). A dataset whose file is in
+    none of ``benchmark.folders`` is left out and named in a debug log line (every kedro command builds the registry); the report
+    lists it as not run.
     """
-    from kedro.config import MissingConfigException, OmegaConfigLoader
     from kedro.framework.project import settings
 
-    conf = conf or Path.cwd() / settings.CONF_SOURCE
-    default = PAPER_DATASETS + VALIDATION_DATASETS
-    if not conf.is_dir():
-        return default
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        loader = OmegaConfigLoader(str(conf), base_env="base", default_run_env="local",
-                                   merge_strategy={"parameters": "soft"})
+    benchmark = project_conf(conf or Path.cwd() / settings.CONF_SOURCE).get("benchmark", {})
+    folders = list(benchmark.get("folders", ()))
+    found, missing = [], []
+    for name in benchmark.get("datasets", ()):
         try:
-            names = tuple(loader["parameters"].get("benchmark", {}).get("datasets", default))
-            dirs = [Path(loader["globals"].get(key, "")) for key in ("datasets_dir", "validation_dir")]
-        except MissingConfigException:
-            return default
-    found = tuple(name for name in names if any((d / f"{name}.mat").is_file() for d in dirs))
-    missing = [name for name in names if name not in found]
+            find_dataset(name, folders)
+        except TableReadError:
+            missing.append(name)
+            continue
+        found.append(name)
     if missing:  # every kedro command builds the registry: say it quietly; the report lists them as not run
-        LOGGER.debug("Benchmark datasets left out, their file is in neither %s: %s",
-                     " nor ".join(map(str, dirs)), ", ".join(missing))
-    return found
+        LOGGER.debug("Benchmark datasets left out, their file is in none of %s: %s", ", ".join(folders),
+                     ", ".join(missing))
+    return tuple(found)
 
 
 def register_pipelines() -> dict[str, Pipeline]:

@@ -26,7 +26,7 @@ PARAMETERS = {
     "runtime": {"device": "cpu", "num_threads": 1, "progress": False},
     "selection": {"k": 5, "k_values": [5, 10, 50]},
     "evaluation": {"n_runs": 2},
-    "benchmark": {"datasets": ["COIL20", "Isolet"], "baselines": ["laplacian_score", "random"]},
+    "benchmark": {"datasets": ["COIL20", "Isolet"], "baselines": ["ls", "random"]},
 }
 CELLS = Path("data/08_reporting/benchmark/cells")
 # Columns that record when and how long, not what: left out when two runs are compared.

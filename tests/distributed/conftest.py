@@ -1,7 +1,7 @@
 """Past one machine: the Dask runner, consensus members as tasks, concurrent writers, faults, a tracking server.
 
-Every test here is marked ``distributed`` (``pytest -m distributed`` selects them,
-``-m "not distributed"`` leaves them out). Tiny synthetic tables, one or two
+Every test here is marked ``distributed`` and ``slow`` (``pytest -m distributed``
+selects them, ``-m "not slow"`` leaves them out). Tiny synthetic tables, one or two
 epochs, CPU, one torch thread.
 """
 
@@ -16,14 +16,11 @@ from tests.distributed._support import stand_in
 HERE = Path(__file__).resolve().parent
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "distributed: past one machine (Dask, concurrent writers, tracking server)")
-
-
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.distributed)
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture

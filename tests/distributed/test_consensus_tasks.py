@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from iclfs.method.config import SCORE_NAMES, Settings
-from iclfs.method.consensus import train_members
+from iclfs.method.members import train_members
 from iclfs.method.preprocessing import invert
 
 distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed")
@@ -27,9 +27,8 @@ def inverted():
     return invert((X - X.mean(axis=0)) / X.std(axis=0))
 
 
-def _members_in_turn(A, settings, contrastive=False):
-    return train_members(A, settings.training, settings.views, settings.runtime, settings.consensus, seed=42,
-                         contrastive=contrastive)
+def _members_in_turn(A, settings):
+    return train_members(A, settings.training, settings.views, settings.runtime, settings.consensus, seed=42)
 
 
 def _same(on_cluster, in_turn):
@@ -50,10 +49,10 @@ def _same(on_cluster, in_turn):
 
 def test_members_as_tasks_on_two_workers_score_like_sequential_training(inverted, dask_cluster):
     settings = Settings().with_overrides(SETTINGS)
-    in_turn = _members_in_turn(inverted, settings, contrastive=True)
+    in_turn = _members_in_turn(inverted, settings)
     with distributed.Client(dask_cluster, set_as_default=False) as client:
         on_cluster = train_members_on(client, inverted, settings.training, settings.views, settings.runtime,
-                                      settings.consensus, seed=42, contrastive=True)
+                                      settings.consensus, seed=42)
         # one task per member, on both workers (the three ran; the cluster has two single-thread workers)
         assert len(client.scheduler_info()["workers"]) == 2
     _same(on_cluster, in_turn)

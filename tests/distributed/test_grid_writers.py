@@ -1,4 +1,4 @@
-"""The Kedro-free grid (iclfs.apps.benchmark) with several writers: two processes at once, a worker killed mid-cell."""
+"""The grid command (benchmarks.grid) with several writers: two processes at once, a worker killed mid-cell."""
 
 from __future__ import annotations
 
@@ -9,21 +9,33 @@ import dask
 import pandas as pd
 import pytest
 
-from iclfs.apps import benchmark
-from iclfs.evaluation.benchmark import BASELINE_NAMES, cell_key, method_name
+from benchmarks import grid as benchmark
+from iclfs.baselines import REGISTRY
+from iclfs.evaluation.benchmark import cell_key, method_name
 from iclfs.method.config import Settings
-from tests.distributed._support import PROJECT_ROOT, PYTHON, environment
+from iclfs.pipelines.conf import project_conf
+from tests.distributed._support import PROJECT_ROOT, PYTHON, environment, make_project
 
 # One epoch (per member too), k in {5, 10} on the 30-feature stand-ins, two k-means runs, one torch thread.
 SET = ("training.epochs=1,consensus.member_epochs=1,evaluation.n_runs=2,runtime.num_threads=1,runtime.device=cpu,"
        "selection.k=5,selection.k_values=[5,10,50]")
-BASELINES = ("laplacian_score", "random")
+BASELINES = ("ls", "random")
 
 
 def expected(datasets, seeds) -> list[str]:
     iclfs = method_name(Settings().with_overrides(SET))
     return sorted(f"{cell_key(dataset, method, seed)}.csv" for dataset in datasets for seed in seeds
-                  for method in (iclfs, *(BASELINE_NAMES[key] for key in BASELINES)))
+                  for method in (iclfs, *(REGISTRY[key].name for key in BASELINES)))
+
+
+def conf_for(data: Path, tmp_path: Path) -> Path:
+    """A project copy whose benchmark files are in ``data``: its conf folder."""
+    return make_project(tmp_path / "project", data) / "conf"
+
+
+def parameters_of(conf: Path) -> dict:
+    parameters = project_conf(conf)
+    return {**parameters, **Settings.from_parameters(parameters).with_overrides(SET).to_parameters()}
 
 
 def files(cells: Path) -> dict[str, tuple[int, bytes]]:
@@ -38,8 +50,8 @@ def cell_names(cells: Path) -> list[str]:
 
 def test_two_processes_writing_other_seeds_of_one_dataset_at_once_lose_nothing(data, tmp_path):
     cells = tmp_path / "cells"
-    command = [PYTHON, "-m", "iclfs.apps.benchmark", "run", "--datasets", "COIL20", "--set", SET, "--cells",
-               str(cells), "--data-dirs", str(data), "--baselines", *BASELINES]
+    command = [PYTHON, "-m", "benchmarks.grid", "--conf-source", str(conf_for(data, tmp_path)), "run", "--datasets",
+               "COIL20", "--set", SET, "--cells", str(cells), "--baselines", *BASELINES]
     runs = [subprocess.Popen([*command, "--seeds", seed], cwd=PROJECT_ROOT, env=environment(), text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
             for seed in ("42", "43")]
@@ -109,7 +121,8 @@ def test_a_worker_killed_mid_cell_leaves_no_cell_and_a_rerun_completes_the_table
     distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed")
     cells, kills = tmp_path / "cells", tmp_path / "kills"
     kills.mkdir()
-    jobs = benchmark.plan(["COIL20", "Isolet"], [42], SET, [str(data)], cells, iclfs=True, baselines=BASELINES,
+    parameters = parameters_of(conf_for(data, tmp_path))
+    jobs = benchmark.plan(parameters, ["COIL20", "Isolet"], [42], cells, iclfs=True, baseline_keys=BASELINES,
                           force=False)
     # A worker that dies fails its task at once: no allowed failures (Dask's default, 3, would run the cell again
     # on another worker; the grid's retries=1 covers an error raised in a task, not a dead worker).
@@ -140,8 +153,8 @@ def test_a_worker_killed_mid_cell_leaves_no_cell_and_a_rerun_completes_the_table
         # the rerun, on the same cluster without the killer, computes exactly the missing cells
         client.unregister_worker_plugin("kill-mid-cell")
         client.wait_for_workers(2, timeout=60)  # the nannies restart the killed workers
-        again = benchmark.plan(["COIL20", "Isolet"], [42], SET, [str(data)], cells, iclfs=True,
-                               baselines=BASELINES, force=False)
+        again = benchmark.plan(parameters, ["COIL20", "Isolet"], [42], cells, iclfs=True,
+                               baseline_keys=BASELINES, force=False)
         assert ("Isolet", 42, False, ("random",)) in [(j.dataset, j.seed, j.iclfs, j.baselines) for j in again]
         benchmark.execute(again, cells, scheduler=cluster.scheduler_address)
 

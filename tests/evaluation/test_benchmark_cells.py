@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iclfs.evaluation.baselines import mcfs_selections, random_rankings, rank_ascending
+from iclfs.baselines import REGISTRY
+from iclfs.baselines.graph import mcfs_selections
+from iclfs.baselines.reference import random_orders
 from iclfs.evaluation.benchmark import (
-    BASELINE_NAMES,
     RESULT_COLUMNS,
     baseline_selections,
     cell_key,
@@ -18,7 +19,9 @@ from iclfs.evaluation.benchmark import (
     slug,
     split_cells,
 )
-from iclfs.method.config import Settings
+from iclfs.method.config import ParameterError, Settings
+from iclfs.method.laplacian import laplacian_scores
+from iclfs.method.scores import feature_order
 from tests.evaluation.cells import cell
 
 # The paper's ICLFS: one run, the literal loop; every name below is relative to it.
@@ -64,8 +67,6 @@ PAPER = "consensus.members=1,training.schedule=paper,consensus.laplacian_weight=
         ("consensus.members=4,consensus.member_epochs=100,consensus.subsample=1,consensus.feature_blocks=8",
          "ICLFS [consensus 4x100, 8 feature blocks]"),
         ("consensus.members=1,consensus.feature_blocks=4", "ICLFS [4 feature blocks]"),
-        ("training.schedule=fast,ranking.smoothing_neighbors=5", "ICLFS [fast, smoothing 5]"),
-        ("training.schedule=fast,training.d_z=128", "ICLFS [fast, d_z 128]"),
     ],
 )
 def test_method_names_follow_the_papers_ablation_names(changes, name):
@@ -101,7 +102,7 @@ def test_cell_key_is_dataset_method_seed():
     assert cell_key("COIL20", "ICLFS [fast]", np.int64(42)) == "COIL20/iclfs-fast/seed_42"
     assert cell_key("COIL20", "all features", 43) == "COIL20/all-features/seed_43"
     # every baseline and ablation gets its own folder
-    names = [*BASELINE_NAMES.values(), "ICLFS", "ICLFS-WL", "ICLFS [fast]", "ICLFS-WL [fast]"]
+    names = [*(entry.name for entry in REGISTRY.values()), "ICLFS", "ICLFS-WL", "ICLFS [fast]", "ICLFS-WL [fast]"]
     assert len({slug(name) for name in names}) == len(names)
 
 
@@ -135,8 +136,8 @@ def test_a_cell_is_one_row_per_k_through_the_protocol(three_clusters):
 
 def test_several_selections_at_one_k_pool_their_runs(three_clusters):
     X, codes = three_clusters
-    rankings = random_rankings(30, 4, seed=0)
-    table = evaluate_cell(X, codes, {5: rankings[:, :5]}, dataset="toy", method="random", seed=1, n_runs=3,
+    orders = random_orders(30, 4, seed=0)
+    table = evaluate_cell(X, codes, {5: orders[:, :5]}, dataset="toy", method="random", seed=1, n_runs=3,
                           seconds=0.1)
     assert table["n_runs"].iloc[0] == 12 and table["selected"].iloc[0] == ""  # pooled: no single selection
     assert (table["schedule"] == "none").all() and (table["epochs"] == 0).all()  # baselines train nothing
@@ -144,11 +145,9 @@ def test_several_selections_at_one_k_pool_their_runs(three_clusters):
 
 def test_every_baseline_selects_at_every_k_up_to_d(three_clusters):
     X, codes = three_clusters
-    laplacian = np.linspace(1, 0, 30)
-    options = {"mcfs": {"n_neighbors": 5}, "ndfs": {"n_neighbors": 5, "max_iter": 5}}
-    out = baseline_selections(X, codes, laplacian, list(BASELINE_NAMES), options, [5, 10, 50], seed=42,
-                              random_rankings=4)
-    assert set(out) == set(BASELINE_NAMES.values())
+    options = {"mcfs": {"n_neighbors": 5}, "ndfs": {"n_neighbors": 5, "max_iter": 5}, "random": {"rankings": 4}}
+    out = baseline_selections(X, codes, list(REGISTRY), options, [5, 10, 50], seed=42)
+    assert set(out) == {entry.name for entry in REGISTRY.values()}
     for name, (selections, seconds) in out.items():
         assert seconds >= 0
         if name == "all features":
@@ -156,21 +155,29 @@ def test_every_baseline_selects_at_every_k_up_to_d(three_clusters):
             np.testing.assert_array_equal(selections[30], np.arange(30))
         else:
             assert sorted(selections) == [5, 10], name  # k = 50 > d is left out
-    # LS reuses the Laplacian scores it is given: lowest first
-    np.testing.assert_array_equal(out["LS"][0][5], rank_ascending(laplacian)[:5])
-    np.testing.assert_array_equal(out["LS"][0][10], np.arange(29, 19, -1))
+    # LS: the lowest Laplacian scores first, on the baseline's own graph
+    scores = laplacian_scores(np.asarray(X, dtype=np.float64), 3)
+    np.testing.assert_array_equal(out["LS"][0][5], feature_order(-scores)[:5])
     assert out["random"][0][10].shape == (4, 10)
-    np.testing.assert_array_equal(out["random"][0][10], random_rankings(30, 4, seed=42)[:, :10])
+    np.testing.assert_array_equal(out["random"][0][10], random_orders(30, 4, seed=42)[:, :10])
     # MCFS fits once per k, as its paper does
     expected = mcfs_selections(np.asarray(X, dtype=np.float64), 3, [5, 10], n_neighbors=5)
     for k in (5, 10):
         np.testing.assert_array_equal(out["MCFS"][0][k], expected[k][:k])
 
 
-def test_an_unknown_baseline_is_named(three_clusters):
+def test_an_unknown_baseline_is_named_before_any_work(three_clusters):
     X, codes = three_clusters
-    with pytest.raises(ValueError, match=r"unknown benchmark.baselines \['relieff'\]"):
-        baseline_selections(X, codes, np.zeros(30), ["relieff", "spec"], {}, [5], seed=0)
+    with pytest.raises(ParameterError, match=r"unknown baseline 'relieff'; known: ls, spec, mcfs, ndfs"):
+        baseline_selections(X, codes, ["spec", "relieff"], {}, [5], seed=0)
+
+
+def test_a_baseline_option_is_checked_by_name(three_clusters):
+    X, codes = three_clusters
+    with pytest.raises(ParameterError, match=r"parameter baselines.ndfs.max_iter = 0 is invalid"):
+        baseline_selections(X, codes, ["ndfs"], {"ndfs": {"max_iter": 0}}, [5], seed=0)
+    with pytest.raises(ParameterError, match=r"unknown parameter\(s\) baselines.mcfs.neighbours"):
+        baseline_selections(X, codes, ["mcfs"], {"mcfs": {"neighbours": 5}}, [5], seed=0)
 
 
 def _cell(method, seed, accs, dataset="COIL20", ks=(50, 100)):

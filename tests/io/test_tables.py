@@ -11,6 +11,7 @@ import pytest
 import scipy.io
 from scipy import sparse
 
+from tests.conftest import PROJECT_ROOT
 from iclfs.io.tables import TableReadError, parse_feature_table, read_feature_table
 
 
@@ -77,10 +78,11 @@ def test_read_feature_table_reads_a_local_file_or_names_the_missing_one(tmp_path
         read_feature_table(tmp_path / "absent.mat")
 
 
+@pytest.mark.slow
 def test_the_method_and_the_benchmark_commands_import_without_kedro():
-    """The speed and full-run benchmarks run on machines that have only the numeric stack (a GPU box)."""
-    code = ("import sys; import iclfs.io.tables, iclfs.method.training, iclfs.apps.speed, iclfs.apps.benchmark; "
+    """The speed bench and the grid's cells run on machines that have only the numeric stack (a GPU box)."""
+    code = ("import sys; import iclfs.io.tables, iclfs.method.training, benchmarks.speed, benchmarks.grid; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kedro', 'mlflow', 'kedro_datasets')))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT_ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

@@ -133,3 +133,17 @@ def test_the_configuration_guide_lists_every_key_outside_the_method(conf_file):
     keys = [f"{section}.{key}" for section, values in sections.items() for key in values]
     assert keys
     assert [key for key in keys if f"| `{key}` |" not in guide] == []
+
+
+def test_the_configuration_guide_lists_every_baseline_option_with_its_default():
+    from iclfs.baselines import REGISTRY
+
+    guide = (CONF.parents[1] / "docs" / "guides" / "configuration.md").read_text()
+    conf = yaml.safe_load((CONF / "parameters_baselines.yml").read_text())["baselines"]
+    assert set(conf) == set(REGISTRY)
+    for key, entry in REGISTRY.items():
+        defaults = entry.options().to_dict()
+        assert conf[key] == defaults, key  # conf's defaults are the options' own
+        for option, default in defaults.items():
+            shown = "null" if default is None else default
+            assert f"| `baselines.{key}.{option}` | `{shown}` |" in guide, f"baselines.{key}.{option}"

@@ -1,4 +1,4 @@
-"""Consensus ICLFS (docs/consensus.md): members, the combined ranking, agreement and k auto."""
+"""Consensus ICLFS (docs/consensus.md): members, the combined order, agreement and k auto."""
 
 from __future__ import annotations
 
@@ -8,27 +8,21 @@ import pytest
 from iclfs.io.synthetic import make_synthetic
 from iclfs.method import chain
 from iclfs.method.config import ConsensusConfig, RuntimeConfig, Settings, TrainingConfig, ViewConfig
-from iclfs.method.consensus import (
-    agreement,
-    choose_k,
-    combine,
-    fuse_laplacian,
-    jaccard,
-    member_jaccard,
-    member_rankings,
+from iclfs.method.config import ParameterError
+from iclfs.method.consensus import combine, fuse_laplacian, member_jaccard, member_orders, top_k_frequency
+from iclfs.method.k_choice import agreed_k, agreement
+from iclfs.method.members import (
     member_settings,
-    plan_members,
     network_name,
-    rank_score,
+    plan_members,
     state_dicts,
-    top_k_frequency,
     total_epochs,
     train_members,
 )
-from iclfs.method.config import ParameterError
 from iclfs.method.preprocessing import DataValidationError, invert, prepare
-from iclfs.method.scores import correlated_features, feature_scores, rank_features, smooth_over_correlated
-from iclfs.method.training import embed, train
+from iclfs.method.scores import embed, feature_scores, rank_score
+from iclfs.method.stability import jaccard
+from iclfs.method.training import train
 
 QUIET = RuntimeConfig(device="cpu", progress=False, num_threads=1)
 SMALL = ConsensusConfig(members=3, member_epochs=2, subsample=0.5)
@@ -79,11 +73,12 @@ def test_rank_score_ties_go_to_the_smaller_index():
 
 
 def test_frequency_and_jaccard_of_member_top_k():
-    rankings = np.array([[0, 1, 2, 3], [1, 0, 3, 2], [0, 2, 1, 3]])
-    np.testing.assert_allclose(top_k_frequency(rankings, 2), [1, 2 / 3, 1 / 3, 0])
+    orders = np.array([[0, 1, 2, 3], [1, 0, 3, 2], [0, 2, 1, 3]])
+    np.testing.assert_allclose(top_k_frequency(orders, 2), [1, 2 / 3, 1 / 3, 0])
+    np.testing.assert_allclose(top_k_frequency(orders, 2, weights=np.array([2.0, 1.0, 1.0])), [1, 3 / 4, 1 / 4, 0])
     # pairs: {0,1}&{0,1}=1, {0,1}&{0,2}=1/3, {0,1}&{0,2}=1/3
-    assert member_jaccard(rankings, 2) == pytest.approx((1 + 1 / 3 + 1 / 3) / 3)
-    assert member_jaccard(rankings[:1], 2) is None
+    assert member_jaccard(orders, 2) == pytest.approx((1 + 1 / 3 + 1 / 3) / 3)
+    assert member_jaccard(orders[:1], 2) is None
     assert jaccard([1, 2], [2, 3]) == pytest.approx(1 / 3) and jaccard([], []) == 1.0
 
 
@@ -96,10 +91,10 @@ def test_agreement_is_chance_corrected():
     assert agreement(frequency, np.arange(8), 8, 8) == 1.0
 
 
-def test_choose_k_takes_the_largest_agreed_k_and_says_why():
-    chosen = choose_k({50: 0.9, 100: 0.6, 150: 0.4}, 0.5)
+def test_the_agreed_k_is_the_largest_and_says_why():
+    chosen = agreed_k({50: 0.9, 100: 0.6, 150: 0.4}, 0.5)
     assert chosen.k == 100 and "largest k" in chosen.reason and "k = 150: 0.40" in chosen.reason
-    fallback = choose_k({50: 0.2, 100: 0.1}, 0.5)
+    fallback = agreed_k({50: 0.2, 100: 0.1}, 0.5)
     assert fallback.k == 50 and "members disagree" in fallback.reason
 
 
@@ -129,20 +124,20 @@ def test_members_differ_and_the_same_seed_gives_the_same_consensus(A):
     other = train_members(A, TrainingConfig(), ViewConfig(), QUIET, SMALL, seed=6)
     scores = np.array([m.scores["z_norm"] for m in first])
     assert len(first) == 3 and all(len(m.results[0].history) == 2 for m in first)
-    rankings = member_rankings(scores)
-    assert not np.array_equal(rankings[0], rankings[1]) and not np.array_equal(rankings[1], rankings[2])
+    orders = member_orders(scores)
+    assert not np.array_equal(orders[0], orders[1]) and not np.array_equal(orders[1], orders[2])
     np.testing.assert_array_equal(scores, np.array([m.scores["z_norm"] for m in again]))
     assert not np.array_equal(scores, np.array([m.scores["z_norm"] for m in other]))
 
 
-def test_the_chain_ranks_by_the_consensus_of_the_members(A):
+def test_the_chain_orders_by_the_consensus_of_the_members(A):
     table = make_synthetic(n_samples=40, n_classes=2, n_informative=6, n_redundant=4, n_noise=30, seed=3)
     settings = Settings(runtime=QUIET, consensus=SMALL).with_overrides("selection.k=5,selection.k_values=[5,10]")
     result = chain.run(table, settings)
     scores = np.array([m.scores["z_norm"] for m in result.members])
     expected = fuse_laplacian(combine(scores, "mean_rank"), result.laplacian_scores, SMALL.laplacian_weight)
-    np.testing.assert_allclose(result.ranking.scores, expected)
-    assert set(result.ranking.frequency) == {5, 10} and result.k == 5
+    np.testing.assert_allclose(result.consensus.scores, expected)
+    assert set(result.consensus.frequency) == {5, 10} and result.k == 5
     assert result.selected.shape == (5,)
     again = chain.run(table, settings)
     np.testing.assert_array_equal(result.selected, again.selected)
@@ -162,8 +157,8 @@ def test_one_member_is_the_papers_run_whatever_the_laplacian_weight():
     single = "consensus.members=1,training.epochs=2,selection.k=5,selection.k_values=[5]"
     fused = chain.run(table, Settings(runtime=QUIET).with_overrides(single + ",consensus.laplacian_weight=0.5"))
     plain = chain.run(table, Settings(runtime=QUIET).with_overrides(single + ",consensus.laplacian_weight=0"))
-    np.testing.assert_array_equal(fused.ranking.scores, fused.members[0].scores["z_norm"])
-    np.testing.assert_array_equal(fused.ranking.ranking, plain.ranking.ranking)
+    np.testing.assert_array_equal(fused.consensus.scores, fused.members[0].scores["z_norm"])
+    np.testing.assert_array_equal(fused.consensus.order, plain.consensus.order)
 
 
 # -- feature blocks ----------------------------------------------------------------------------
@@ -209,7 +204,7 @@ def test_a_consensus_of_feature_blocks_through_the_chain(tiny_table):
     result = chain.run(tiny_table, settings)
     scores = np.array([m.scores["z_norm"] for m in result.members])
     assert scores.shape == (2, 40) and np.all(np.isfinite(scores))
-    np.testing.assert_allclose(result.ranking.scores, combine(scores, "mean_rank"))
+    np.testing.assert_allclose(result.consensus.scores, combine(scores, "mean_rank"))
     assert [len(m.results) for m in result.members] == [3, 3]
     assert all(r.history and len(r.history) == 2 for m in result.members for r in m.results)
     np.testing.assert_array_equal(result.selected, chain.run(tiny_table, settings).selected)
@@ -219,47 +214,9 @@ def test_too_few_features_for_the_blocks_is_refused_before_training(tiny_table):
     settings = Settings(runtime=QUIET).with_overrides("consensus.feature_blocks=6,selection.k=5,selection.k_values=[5]")
     with pytest.raises(DataValidationError, match=r"40 feature\(s\) cannot be dealt into consensus.feature_blocks = 6.*"
                                                   r"at most 5"):
-        chain.prepare_data(tiny_table, settings)
+        chain.prepare_checked(tiny_table, settings)
 
 
 def test_the_published_stream_refuses_feature_blocks():
     with pytest.raises(ParameterError, match="feature_blocks 1"):
         Settings().with_overrides("views.stream=published,consensus.feature_blocks=2")
-
-
-# -- averaging over correlated features (ranking.smoothing_neighbors) ----------
-
-
-def test_smoothing_averages_each_members_score_before_combining(tiny_table):
-    base = Settings(runtime=QUIET).with_overrides("training.epochs=2,selection.k=5,selection.k_values=[5,10]")
-    plain = chain.run(tiny_table, base)
-    smoothed = chain.run(tiny_table, base.with_overrides("ranking.smoothing_neighbors=3"))
-    # the same network: the average is computed after training, from the data alone
-    np.testing.assert_array_equal(smoothed.members[0].scores["z_norm"], plain.members[0].scores["z_norm"])
-    neighbors = correlated_features(plain.prepared.standardized, 3)
-    expected = smooth_over_correlated(plain.members[0].scores["z_norm"], neighbors)
-    np.testing.assert_allclose(smoothed.ranking.scores, expected)
-    np.testing.assert_array_equal(smoothed.ranking.ranking, rank_features(expected))
-    assert not np.array_equal(smoothed.ranking.ranking, plain.ranking.ranking)
-
-    consensus = base.with_overrides("consensus.members=2,consensus.member_epochs=1,ranking.smoothing_neighbors=3")
-    result = chain.run(tiny_table, consensus)
-    members = np.array([smooth_over_correlated(m.scores["z_norm"], neighbors) for m in result.members])
-    np.testing.assert_allclose(result.ranking.scores, combine(members, "mean_rank"))
-    np.testing.assert_array_equal(result.ranking.member_rankings, member_rankings(members))
-
-
-def test_too_many_smoothing_neighbors_are_refused_before_training(tiny_table):
-    settings = Settings(runtime=QUIET).with_overrides(
-        "ranking.smoothing_neighbors=40,selection.k=5,selection.k_values=[5]")
-    with pytest.raises(DataValidationError, match=r"40 feature\(s\), but ranking.smoothing_neighbors is 40\. "
-                                                  r"Lower it to at most 39"):
-        chain.prepare_data(tiny_table, settings)
-    with pytest.raises(ParameterError, match=r"ranking.smoothing_neighbors = -1 is invalid: expected an integer >= 0"):
-        Settings().with_overrides("ranking.smoothing_neighbors=-1")
-
-
-def test_rank_needs_the_neighbors_it_averages_over():
-    ranking = Settings().with_overrides("ranking.smoothing_neighbors=2").ranking
-    with pytest.raises(ValueError, match="needs each feature's 2 correlated features"):
-        chain.rank(np.ones((1, 5)), ranking, ConsensusConfig(), None, [2])

@@ -137,7 +137,7 @@ def test_memory_estimate_covers_a_cuda_training_step(schedule):
 
 def test_speed_worker_times_cuda_epochs_after_a_warm_up(monkeypatch):
     """The first CUDA epoch pays for cuBLAS handles and kernel selection: never timed."""
-    from iclfs.apps import speed
+    from benchmarks import speed
     from iclfs.method.training import Trainer
 
     calls = []

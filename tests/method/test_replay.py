@@ -18,7 +18,8 @@ from torch.utils.data import DataLoader, Dataset
 from iclfs.method.config import RuntimeConfig, TrainingConfig, ViewConfig
 from iclfs.method.model import FeatureAttention
 from iclfs.method.replay import published_masks
-from iclfs.method.training import build_model, embed, first_epoch_masks, train
+from iclfs.method.scores import embed
+from iclfs.method.training import build_model, first_epoch_masks, train
 from iclfs.method.views import keep_count, pair_counts
 
 CPU = RuntimeConfig(device="cpu", progress=False)

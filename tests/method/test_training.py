@@ -20,13 +20,11 @@ from iclfs.method.runtime import (
     compute_settings,
     resolve_device,
 )
+from iclfs.method.scores import embed
 from iclfs.method.training import (
     Trainer,
     build_model,
-    contrastive_losses,
-    embed,
     fast_step,
-    network_regime,
     paper_equivalent_momenta,
     train,
 )
@@ -151,21 +149,6 @@ def test_train_tiny_map(schedule):
     assert np.isfinite(h).all() and np.isfinite(z).all()
 
 
-@pytest.mark.parametrize("schedule", ["fast", "paper"])
-def test_d_z_widens_the_embedding_alone_and_trains(schedule):
-    d, n = 30, 12
-    A = np.random.default_rng(5).normal(size=(d, n)).astype(np.float32)
-    wide = TrainingConfig(epochs=2, schedule=schedule, d_z=48)
-    assert network_regime(n, wide) == dataclasses.replace(network_regime(n, TrainingConfig()), d_z=48)
-    result = train(A, wide, ViewConfig(), CPU, seed=1)
-    assert result.regime.d_z == 48 and result.model.project_out.out_features == 48
-    h, z = embed(result.model, A)
-    assert h.shape == (d, 512) and z.shape == (d, 48)
-    assert np.isfinite([row["loss"] for row in result.history]).all()
-    # the large regime is widened the same way, its other sizes kept
-    assert network_regime(n, TrainingConfig(regime="large", d_z=48)) == dataclasses.replace(REGIMES["large"], d_z=48)
-
-
 def test_train_changes_parameters():
     d, n = 20, 8
     A = np.random.default_rng(6).normal(size=(d, n)).astype(np.float32)
@@ -209,47 +192,6 @@ def test_embed_restores_mode_and_is_eval():
     np.testing.assert_array_equal(z, z_ref.numpy())
 
 
-def test_contrastive_losses_are_each_features_infonce_term_over_eval_mode_views():
-    d, n = 12, 8
-    torch.manual_seed(1)
-    model, _ = build_model(n, TrainingConfig())
-    model.train()
-    A = np.random.default_rng(1).normal(size=(d, n)).astype(np.float32)
-    got = contrastive_losses(model, A, ViewConfig(), TAU, seed=5, draws=2)
-    assert got.shape == (d,) and got.dtype == np.float64 and model.training
-    # By hand: the same two draws of the views, each of the four positives, every feature's cross-entropy.
-    model.eval()
-    stream = int(np.random.SeedSequence([5, 2]).generate_state(1)[0])
-    generator = torch.Generator().manual_seed(stream)
-    anchor = torch.as_tensor(A)
-    terms = []
-    with torch.no_grad():
-        za = F.normalize(model(anchor)[1], dim=1)
-        for _ in range(2):
-            views = generate_views(anchor, ViewConfig(), generator)
-            zn = F.normalize(model(views.negative)[1], dim=1)
-            for view in views.positives:
-                zp = F.normalize(model(view)[1], dim=1)
-                logits = torch.cat([za @ zp.T, (za * zn).sum(1, keepdim=True)], dim=1) / TAU
-                terms.append(torch.logsumexp(logits, 1) - logits.diagonal())
-    np.testing.assert_allclose(got, torch.stack(terms).double().mean(0).numpy(), rtol=1e-5, atol=1e-5)
-
-
-def test_contrastive_losses_depend_on_the_seed_alone_and_leave_training_streams_alone():
-    d, n = 16, 10
-    A = np.random.default_rng(2).normal(size=(d, n)).astype(np.float32)
-    result = train(A, TrainingConfig(epochs=2), ViewConfig(), CPU, seed=3)
-    torch.manual_seed(0)
-    first = contrastive_losses(result.model, A, seed=3)
-    after = torch.rand(3)
-    torch.manual_seed(0)
-    np.testing.assert_array_equal(contrastive_losses(result.model, A, seed=3), first)
-    assert torch.equal(torch.rand(3), after)  # torch's global stream is not drawn from
-    assert not np.array_equal(contrastive_losses(result.model, A, seed=4), first)
-    with pytest.raises(ValueError, match="draws must be >= 1"):
-        contrastive_losses(result.model, A, draws=0)
-
-
 @pytest.mark.parametrize(
     "kwargs",
     [
@@ -261,8 +203,6 @@ def test_contrastive_losses_depend_on_the_seed_alone_and_leave_training_streams_
         {"learning_rate": 0.0},
         {"weight_decay": -1.0},
         {"dropout": 1.0},
-        {"d_z": 0},
-        {"d_z": 2.5},
     ],
 )
 def test_invalid_config_raises(kwargs):

@@ -1,6 +1,6 @@
 """Every bad input a user can meet, through the dataset and the first node, with its message.
 
-Each case either fails while loading (the dataset) or in ``prepare_data`` (the
+Each case either fails while loading (the dataset) or in ``validate_and_standardize`` (the
 first node of every run), so nothing is written. Parameter values are covered
 in tests/pipelines/test_pipelines.py.
 """
@@ -15,12 +15,12 @@ from kedro.io import DatasetError
 
 from iclfs.io.datasets import FeatureTableDataset
 from iclfs.method.preprocessing import DataValidationError
-from iclfs.pipelines.data_processing.nodes import prepare_data
+from iclfs.pipelines.data_processing.nodes import validate_and_standardize
 
 
 def first_node(table, parameters):
     """The first node of every run, with the sections it reads."""
-    return prepare_data(table, *(parameters[s] for s in ("training", "runtime", "laplacian", "selection",
+    return validate_and_standardize(table, *(parameters[s] for s in ("training", "runtime", "laplacian", "selection",
                                                          "consensus")))
 
 RNG = np.random.default_rng(0)

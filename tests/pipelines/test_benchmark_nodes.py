@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from iclfs.evaluation.benchmark import RESULT_COLUMNS, gather, method_name
-from iclfs.evaluation.paper import PAPER_DATASETS, VALIDATION_DATASETS
 from iclfs.method.config import Settings
+from iclfs.method.laplacian import laplacian_scores
 from iclfs.pipeline_registry import benchmark_datasets
 from iclfs.pipelines.benchmark import create_baselines_pipeline, create_pipeline
 from iclfs.pipelines.benchmark.nodes import benchmark_metrics, evaluate_baselines, evaluate_iclfs
@@ -46,7 +46,7 @@ def test_every_namespace_has_the_same_nodes_and_shares_parameters():
     per_namespace = {ns: sorted(n.name.split(".", 1)[1] for n in pipeline.nodes if n.namespace == ns)
                      for ns in namespaces}
     assert len({tuple(v) for v in per_namespace.values()}) == 1
-    assert {"prepare_data", "train_members", "rank_features", "select_every_k", "evaluate_iclfs",
+    assert {"validate_and_standardize", "train_model", "rank_features", "select_every_k", "evaluate_iclfs",
             "evaluate_baselines", "benchmark_metrics"} <= set(per_namespace["COIL20"])
     params = {i for i in pipeline.inputs() if i.startswith("params:")}
     assert params and all("." not in p for p in params)  # shared, not COIL20.params
@@ -59,8 +59,8 @@ def test_every_namespace_has_the_same_nodes_and_shares_parameters():
 def test_the_baselines_pipeline_trains_nothing_and_writes_the_same_cells():
     baselines, full = create_baselines_pipeline(DATASETS), create_pipeline(DATASETS)
     names = {node.name.split(".", 1)[1] for node in baselines.nodes if node.namespace == "COIL20"}
-    assert {"prepare_data", "compute_laplacian_scores", "evaluate_baselines"} <= names
-    assert not names & {"train_members", "evaluate_iclfs", "rank_features"}
+    assert {"validate_and_standardize", "evaluate_baselines"} <= names
+    assert not names & {"train_model", "evaluate_iclfs", "rank_features"}
     assert {node.namespace for node in baselines.nodes} == set(DATASETS)
     assert "COIL20.baseline_cells" in _written(baselines) & _written(full)
     assert all("." not in p for p in baselines.inputs() if p.startswith("params:"))
@@ -71,7 +71,7 @@ def test_the_report_pipeline_collects_then_builds():
     assert {node.name for node in pipeline.nodes} == {"collect_cells", "build_report"}
     assert pipeline.inputs() == {"benchmark_cells", "published_cells", "parameters", "params:benchmark",
                                  "params:benchmark_report"}
-    assert pipeline.outputs() == {"cells_to_publish", "benchmark_report", "benchmark_figures"}
+    assert pipeline.outputs() == {"benchmark_report", "benchmark_figures"}
 
 
 def _conf(tmp_path, names, local=None):
@@ -82,8 +82,9 @@ def _conf(tmp_path, names, local=None):
     main.mkdir(), validation.mkdir()
     (conf / "base" / "globals.yml").write_text(yaml.safe_dump({"datasets_dir": str(main),
                                                                "validation_dir": str(validation)}))
-    (conf / "base" / "parameters.yml").write_text(yaml.safe_dump({"benchmark": {"datasets": names,
-                                                                                "baselines": ["spec"]}}))
+    (conf / "base" / "parameters.yml").write_text(yaml.safe_dump({"benchmark": {
+        "datasets": names, "folders": ["${globals:datasets_dir}", "${globals:validation_dir}"],
+        "baselines": ["spec"]}}))
     if local:
         (conf / "local" / "parameters.yml").write_text(yaml.safe_dump(local))
     return conf, main, validation
@@ -105,7 +106,7 @@ def test_a_benchmark_dataset_whose_file_is_missing_is_left_out_and_named(tmp_pat
         logger.setLevel(level)
     assert found == ("COIL20", "Isolet")  # conf order
     [message] = records.messages
-    assert message.startswith("Benchmark datasets left out") and message.endswith(": nci9, ORL")
+    assert message.startswith("Benchmark datasets left out") and message.endswith(": nci9, ORL"), message
     assert str(main) in message and str(validation) in message
 
 
@@ -114,8 +115,8 @@ def test_local_conf_chooses_the_benchmark_datasets(tmp_path):
     for name in ("COIL20", "arcene"):
         (main / f"{name}.mat").write_bytes(b"")
     assert benchmark_datasets(conf) == ("arcene",)
-    # no conf folder at all: every benchmark dataset, unchecked
-    assert benchmark_datasets(tmp_path / "nowhere") == PAPER_DATASETS + VALIDATION_DATASETS
+    # no conf folder at all: no benchmark dataset (the list is kept in conf alone)
+    assert benchmark_datasets(tmp_path / "nowhere") == ()
 
 
 # -- nodes ---------------------------------------------------------------------
@@ -137,7 +138,8 @@ def _parameters(**changes):
     settings = Settings().with_overrides("selection.k=5,selection.k_values=[5,10,50],evaluation.n_runs=3,"
                                          "consensus.members=1,consensus.laplacian_weight=0")
     parameters = settings.with_overrides(text).to_parameters()
-    parameters["benchmark"] = {"baselines": ["laplacian_score"], "random_rankings": 4}
+    parameters["benchmark"] = {"baselines": ["ls"]}
+    parameters["baselines"] = {"random": {"rankings": 4}}
     parameters["data_source"] = "synthetic"
     return parameters
 
@@ -188,17 +190,16 @@ def test_the_protocol_refuses_unlabelled_data(three_clusters):
         evaluate_iclfs(X, {"classes": [], "codes": []}, {"source": "data/toy.csv"}, _selected([0, 1, 2, 3, 4]),
                        _history(), _parameters())
     with pytest.raises(ValueError, match="needs class labels.*toy.csv has none"):
-        evaluate_baselines(X, {"classes": [], "codes": []}, {"source": "data/toy.csv"}, pd.DataFrame(),
-                           {"baselines": ["spec"]}, {"k": 5, "k_values": [5]}, {"n_runs": 3}, 0)
+        evaluate_baselines(X, {"classes": [], "codes": []}, {"source": "data/toy.csv"}, {"baselines": ["spec"]},
+                           {}, {"k": 5, "k_values": [5]}, {"n_runs": 3}, {}, 0)
 
 
 def test_evaluate_baselines_writes_one_cell_per_baseline(three_clusters):
     X, labels = three_clusters
-    ls = pd.DataFrame({"feature_index": np.arange(30)[::-1], "laplacian_score": np.linspace(0, 1, 30)})
-    benchmark = {"baselines": ["laplacian_score", "spec", "mcfs", "ndfs", "random", "all_features"],
-                 "random_rankings": 4, "mcfs": {"n_neighbors": 5}, "ndfs": {"n_neighbors": 5, "max_iter": 5}}
-    cells = evaluate_baselines(X, labels, {"source": "/data/toy.mat"}, ls, benchmark,
-                               {"k": 5, "k_values": [5, 10, 50]}, {"n_runs": 3}, 42)
+    benchmark = {"baselines": ["ls", "spec", "mcfs", "ndfs", "random", "all_features"]}
+    options = {"random": {"rankings": 4}, "mcfs": {"n_neighbors": 5}, "ndfs": {"n_neighbors": 5, "max_iter": 5}}
+    cells = evaluate_baselines(X, labels, {"source": "/data/toy.mat"}, benchmark, options,
+                               {"k": 5, "k_values": [5, 10, 50]}, {"n_runs": 3}, {"num_threads": 1}, 42)
     assert sorted(cells) == ["all-features/seed_42", "ls/seed_42", "mcfs/seed_42", "ndfs/seed_42",
                              "random/seed_42", "spec/seed_42"]
     for key, table in cells.items():
@@ -209,9 +210,10 @@ def test_evaluate_baselines_writes_one_cell_per_baseline(three_clusters):
             assert list(table["k"]) == [30] and (table["n_runs"] == 3).all()
         else:
             assert list(table["k"]) == [5, 10], key  # k = 50 > d left out
-    # LS: the lowest Laplacian scores first, read by feature index
-    assert cells["ls/seed_42"]["selected"].iloc[0] == "29 28 27 26 25"
-    assert (cells["random/seed_42"]["n_runs"] == 12).all()  # 4 rankings x 3 runs, pooled
+    # LS: the lowest Laplacian scores of its own graph first
+    scores = laplacian_scores(X, 3)
+    assert cells["ls/seed_42"]["selected"].iloc[0] == " ".join(map(str, np.argsort(scores, kind="stable")[:5]))
+    assert (cells["random/seed_42"]["n_runs"] == 12).all()  # 4 orders x 3 runs, pooled
     assert (cells["random/seed_42"]["selected"] == "").all()
 
 
@@ -240,13 +242,11 @@ def test_collect_cells_lets_a_working_cell_replace_its_published_twin():
     working = {"COIL20/ls/seed_42": lambda: _cell("LS", 42, [0.9, 0.9])}
     published = {"COIL20/ls/seed_42": lambda: _cell("LS", 42, [0.1, 0.1]),
                  "COIL20/ls/seed_43": lambda: _cell("LS", 43, [0.2, 0.2])}
-    to_publish, results = collect_cells(working, published)
-    assert list(to_publish) == ["COIL20/ls/seed_42"]
-    pd.testing.assert_frame_equal(to_publish["COIL20/ls/seed_42"], _cell("LS", 42, [0.9, 0.9]))
+    results = collect_cells(working, published)
     assert list(zip(results["seed"], results["accuracy_mean"], strict=True)) == [(42, 0.9), (42, 0.9), (43, 0.2),
                                                                                  (43, 0.2)]
-    empty_publish, empty = collect_cells({}, {})
-    assert empty_publish == {} and empty.empty and list(empty.columns) == RESULT_COLUMNS
+    empty = collect_cells({}, {})
+    assert empty.empty and list(empty.columns) == RESULT_COLUMNS
 
 
 def test_build_compares_the_projects_settings_and_names_missing_files(tmp_path):
@@ -257,10 +257,11 @@ def test_build_compares_the_projects_settings_and_names_missing_files(tmp_path):
     default = method_name(Settings())
     results = gather({"a": _cell(default, 42, [0.6, 0.5]), "b": _cell("LS", 42, [0.5, 0.4]),
                       "c": _cell("LS", 42, [0.4, 0.4], dataset="arcene")})
-    report, figures = build(results, parameters, {"datasets": ["COIL20", "arcene", "nci9"]},
-                            {"seeds": [42, 43], "datasets_dirs": [str(tmp_path), str(tmp_path / "validation")]})
+    report, figures = build(results, parameters, {"datasets": ["COIL20", "arcene", "nci9"],
+                                                  "folders": [str(tmp_path), str(tmp_path / "validation")]},
+                            {"seeds": [42, 43]})
     try:
-        assert f"The default selection is `{default}`" in report and f"one run: {default} (the default) |" in report
+        assert f"| dataset | {default} (the default) |" in report
         assert "| COIL20 | " in report and "over the outer seeds 42, 43" in report
         assert f"- **nci9**: nci9.mat is in none of {tmp_path}, {tmp_path / 'validation'}" in report
         assert "- **arcene**: arcene.mat is in none of" in report  # its cells were published elsewhere

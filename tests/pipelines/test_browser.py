@@ -28,6 +28,8 @@ from iclfs.pipelines.publish.report import SECTIONS
 from tests.pipelines.conftest import mlflow_runs, run_session
 from tests.pipelines.test_viz import running_viz
 
+pytestmark = pytest.mark.slow  # a browser, subprocesses or whole Kedro sessions: seconds each
+
 # The flags every call uses: headless, no sandbox (root in a container), nothing fetched in the background.
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync")
@@ -127,13 +129,13 @@ def test_kedro_viz_draws_the_pipeline_nodes_in_a_browser(chromium, viz_in_projec
     with urllib.request.urlopen(viz_in_project + "/", timeout=10) as response:
         served = response.read().decode()
     # The served page is an empty shell: the nodes below can only come from the app's JavaScript.
-    assert "train_members" not in served
+    assert "train_model" not in served
 
     dom = browse(chromium, "--virtual-time-budget=15000", "--dump-dom", viz_in_project + "/")
     # The flowchart draws each node as <g class="pipeline-node ..." data-node-fullname="NAME">
     # with a <text> label; the node list in the sidebar names them too.
     assert "pipeline-node--task" in dom, dom[-2000:]
-    for name in ("train_members", "select_every_k", "rank_features", "build_run_report"):
+    for name in ("train_model", "select_every_k", "rank_features", "build_run_report"):
         assert f'data-node-fullname="{name}"' in dom, name
         assert f'title="{name}"' in dom, name
     for node in register_pipelines()["__default__"].nodes:

@@ -166,14 +166,14 @@ def test_shape_dependent_parameters_stop_in_the_first_node(tiny_table, overrides
     from iclfs.method import chain
 
     with pytest.raises(error, match=message):
-        chain.prepare_data(tiny_table, Settings().with_overrides(overrides))
+        chain.prepare_checked(tiny_table, Settings().with_overrides(overrides))
 
 
 def test_a_k_grid_wider_than_d_is_trimmed_with_a_warning(tiny_table, caplog):
     from iclfs.method import chain
 
     settings = Settings().with_overrides("selection.k=5,selection.k_values=[5,10,500]")
-    chain.prepare_data(tiny_table, settings)
+    chain.prepare_checked(tiny_table, settings)
     assert chain.k_values_for(settings.selection, 40) == [5, 10] and "k = 500 of selection.k_values" in caplog.text
 
 
@@ -268,6 +268,7 @@ def _write_csv(path: Path, seed: int, names: list[str]) -> None:
     pd.DataFrame(values, columns=names).to_csv(path, index=False)
 
 
+@pytest.mark.slow
 def test_two_overlapping_runs_on_one_data_source_keep_their_own_results(project):
     """Run A (long) and run B (short, other names) at once on the same data_source: each keeps its own list."""
     a_names, b_names = [f"a{j}" for j in range(24)], [f"b{j}" for j in range(24)]
@@ -310,6 +311,7 @@ def test_two_overlapping_runs_on_one_data_source_keep_their_own_results(project)
 
 # -- a refused run reads as one message ------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("params, message", [
     ("training.epochs=-1", "parameter training.epochs = -1 is invalid"),
     ("data_source=../x", "data_source '../x' is not allowed"),
@@ -329,13 +331,13 @@ def test_a_refused_run_prints_its_message_and_a_pointer_not_a_traceback(project,
 
 def test_the_training_history_records_the_thread_count_results_depend_on(tiny_table, fast_parameters):
     """CPU results are bit-identical at the same seed and thread count; the count is part of the record."""
-    from iclfs.pipelines.training.nodes import train_members
+    from iclfs.pipelines.training.nodes import train_model
     from iclfs.method.preprocessing import invert, prepare
 
     A = invert(prepare(tiny_table).standardized)
     for threads in (1, 2):
         fast_parameters["runtime"] = {**fast_parameters["runtime"], "num_threads": threads}
-        _, history, *_ = train_members(A, *(fast_parameters[s] for s in ("training", "views", "runtime",
+        _, history, *_ = train_model(A, *(fast_parameters[s] for s in ("training", "views", "runtime",
                                                                          "consensus", "seed")))
         assert set(history["threads"]) == {threads}
 

@@ -18,6 +18,8 @@ import pytest
 from tests.conftest import PROJECT_ROOT
 from tests.pipelines.conftest import run_session
 
+pytestmark = pytest.mark.slow  # a browser, subprocesses or whole Kedro sessions: seconds each
+
 NOTEBOOK = PROJECT_ROOT / "notebooks" / "inspect_run.ipynb"
 
 

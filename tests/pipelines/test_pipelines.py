@@ -11,7 +11,6 @@ from kedro.runner import SequentialRunner
 
 from iclfs.method.config import ParameterError
 from iclfs.method.preprocessing import DataValidationError, FeatureTable
-from iclfs.method.scores import correlated_features, smooth_over_correlated
 from iclfs.pipeline_registry import STAGES, register_pipelines
 from iclfs.pipelines.hooks import ParameterCheckHook
 from tests.conftest import CONSENSUS_OVERRIDES
@@ -94,27 +93,6 @@ def test_every_benchmark_dataset_resolves_through_a_factory():
             assert "COIL20" in str(dataset._describe().get("filepath", dataset._describe())), name
 
 
-def test_the_contrastive_score_orders_the_features_through_the_pipeline(tiny_table, fast_parameters):
-    fast_parameters["ranking"] = {**fast_parameters["ranking"], "score": "contrastive"}
-    catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
-    scores = catalog.load("member_scores")
-    assert scores["contrastive"].shape == (1, 40) and (scores["contrastive"] < 0).all()  # a negated cross-entropy
-    ranking = catalog.load("feature_ranking")
-    np.testing.assert_allclose(ranking.sort_values("feature_index")["score"], scores["contrastive"][0])
-    assert ranking["score"].is_monotonic_decreasing
-
-
-def test_the_average_over_correlated_features_orders_them_through_the_pipeline(tiny_table, fast_parameters):
-    fast_parameters["ranking"] = {**fast_parameters["ranking"], "smoothing_neighbors": 3}
-    catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
-    neighbors = correlated_features(catalog.load("standardized_data"), 3)
-    expected = smooth_over_correlated(catalog.load("member_scores")["z_norm"][0], neighbors)
-    ranking = catalog.load("feature_ranking")
-    np.testing.assert_allclose(ranking.sort_values("feature_index")["score"], expected)
-    assert set(ranking["score_name"]) == {"z_norm averaged over 3 correlated"}
-    assert ranking["score"].is_monotonic_decreasing
-
-
 def test_default_pipeline_end_to_end(tiny_table, fast_parameters):
     catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
 
@@ -135,7 +113,7 @@ def test_default_pipeline_end_to_end(tiny_table, fast_parameters):
     assert isinstance(state, dict) and all(isinstance(v, torch.Tensor) for v in state.values())
     scores = catalog.load("member_scores")
     assert scores["z_norm"].shape == (1, 40) and list(scores["seed"]) == [fast_parameters["seed"]]
-    assert "contrastive" not in scores  # computed only for a run that ranks by it
+    assert set(scores) == {"z_norm", "h_norm", "weighted_sum", "harmonic", "seed"}
 
     ranking = catalog.load("feature_ranking")
     assert sorted(ranking["feature_index"]) == list(range(40)) and list(ranking["rank"]) == list(range(1, 41))
@@ -190,7 +168,7 @@ def test_feature_blocks_through_the_pipeline_one_network_per_block(tiny_table, f
     assert len(catalog.load("selected_features").query("k == 5")) == 5
 
 
-def test_lgrc_disabled_takes_the_first_k_of_the_ranking(tiny_table, fast_parameters):
+def test_lgrc_disabled_takes_the_first_k_of_the_order(tiny_table, fast_parameters):
     fast_parameters["selection"]["use_lgrc"] = False
     catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
     ranking = catalog.load("feature_ranking")["feature_index"].to_numpy()

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from iclfs.pipelines import figures
 from iclfs.pipelines.publish import report
 
 NAMES = ["alpha", "<b>&x", "gamma", "delta", "eps$ilon", "zeta", "eta", "theta"]
@@ -76,7 +77,7 @@ def test_swapped_in_and_out_at_the_chosen_k():
     laplacian = np.zeros(8)
     # first 4 of the ranking: 5, 3, 0, 7; selected: 3, 1, 5, 2 (order of the selection)
     selected = selection_of(ranking, [3, 1, 5, 2], laplacian)
-    swapped_in, swapped_out = report.swapped_features(ranking, selected)
+    swapped_in, swapped_out = figures.swapped_features(ranking, selected)
     assert swapped_in == [1, 2]  # selected, not in the first 4, in selection order
     assert swapped_out == [0, 7]  # in the first 4, not selected, in ranking order
 
@@ -84,7 +85,7 @@ def test_swapped_in_and_out_at_the_chosen_k():
 def test_no_swap_when_the_selection_is_the_first_k_even_reordered():
     ranking = ranking_of([2, 0, 1, 3, 4, 5, 6, 7])
     selected = selection_of(ranking, [1, 2, 0], np.zeros(8))
-    assert report.swapped_features(ranking, selected) == ([], [])
+    assert figures.swapped_features(ranking, selected) == ([], [])
     page = report.lgrc_section(ranking, pd.DataFrame({"feature_index": range(8), "laplacian_score": np.ones(8)}),
                                selected)
     assert "nothing swapped" in page
@@ -93,7 +94,7 @@ def test_no_swap_when_the_selection_is_the_first_k_even_reordered():
 def test_swaps_do_not_depend_on_row_order():
     ranking = ranking_of([5, 3, 0, 7, 1, 2, 4, 6])
     selected = selection_of(ranking, [3, 1, 5, 2], np.zeros(8))
-    shuffled = report.swapped_features(ranking.sample(frac=1, random_state=1), selected.sample(frac=1, random_state=2))
+    shuffled = figures.swapped_features(ranking.sample(frac=1, random_state=1), selected.sample(frac=1, random_state=2))
     assert shuffled == ([1, 2], [0, 7])
 
 
@@ -120,7 +121,7 @@ def test_a_feature_name_with_markup_is_escaped_everywhere(inputs):
 
 def test_escape_helpers():
     assert report.esc('<b>&x "q" \'s\'') == "&lt;b&gt;&amp;x &quot;q&quot; &#x27;s&#x27;"
-    assert report.plain("eps$ilon") == r"eps\$ilon"  # never read as mathtext by matplotlib
+    assert figures.plain("eps$ilon") == r"eps\$ilon"  # never read as mathtext by matplotlib
     table = report.html_table(pd.DataFrame({"feature_name": ["<b>&x"], "score": [0.123456789]}))
     assert "<td class=\"text\">&lt;b&gt;&amp;x</td>" in table and "<td>0.1235</td>" in table
 
@@ -187,12 +188,12 @@ def test_the_page_is_self_contained_with_every_section_and_figure(inputs):
 
 
 def test_pca_of_one_column_and_of_one_sample():
-    coords, ratios = report.pca_2d(np.arange(5.0)[:, None])
+    coords, ratios = figures.pca_2d(np.arange(5.0)[:, None])
     np.testing.assert_allclose(coords[:, 0], [-2, -1, 0, 1, 2])
     assert not coords[:, 1].any() and ratios[0] == 1.0
-    coords, ratios = report.pca_2d(np.ones((1, 4)))
+    coords, ratios = figures.pca_2d(np.ones((1, 4)))
     assert coords.shape == (1, 2) and not coords.any()
-    coords, ratios = report.pca_2d(np.random.default_rng(0).normal(size=(20, 6)))
+    coords, ratios = figures.pca_2d(np.random.default_rng(0).normal(size=(20, 6)))
     assert coords.shape == (20, 2) and 0 < ratios[1] <= ratios[0] < 1
 
 

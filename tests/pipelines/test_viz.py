@@ -21,6 +21,8 @@ import pytest
 from iclfs.pipeline_registry import register_pipelines
 from tests.conftest import PROJECT_ROOT
 
+pytestmark = pytest.mark.slow  # a browser, subprocesses or whole Kedro sessions: seconds each
+
 
 def free_port() -> int:
     """A free loopback port below 49152 (kedro-viz refuses the ephemeral range)."""

@@ -18,24 +18,9 @@ from importlib.metadata import PackageNotFoundError, version
 import numpy as np
 import pandas as pd
 
-from iclfs.evaluation import baselines
+from iclfs import baselines
 from iclfs.evaluation.protocol import kmeans_scores
-from iclfs.method.config import ConsensusConfig, Settings
-
-#: The consensus the benchmark judges against one run (round 1's pick, C2 of docs/consensus.md): the one
-#: consensus measured on every dataset. Written out in full, so it stays the same whatever the defaults are.
-BENCHMARKED_CONSENSUS = ("consensus.members=8,consensus.member_epochs=10,consensus.subsample=0.5,"
-                         "consensus.combine=mean_rank,consensus.laplacian_weight=0.5")
-
-#: Baseline keys (``benchmark.baselines``) and their names in every table, figure and metric.
-BASELINE_NAMES = {
-    "laplacian_score": "LS",
-    "spec": "SPEC",
-    "mcfs": "MCFS",
-    "ndfs": "NDFS",
-    "random": "random",
-    "all_features": "all features",
-}
+from iclfs.method.config import ConsensusConfig, RuntimeConfig, Settings
 # Letters of the paper's progressive ablation names, in the paper's order.
 _ABLATION_LETTERS = ("L", "D", "A", "R")
 RESULT_COLUMNS = ["dataset", "method", "seed", "k", "accuracy_mean", "accuracy_std", "nmi_mean", "nmi_std", "n_runs",
@@ -52,13 +37,9 @@ def method_name(settings: Settings) -> str:
     Anything else that differs from the paper's run is a tag in brackets:
     the ``fast`` schedule, a consensus (members x epochs, their share of the
     samples, the combining rule and the Laplacian weight when not the
-    default), feature blocks, the average over correlated features, a width
-    of the embedding other than the regime's, the published code's random
-    draws, bf16 arithmetic:
-    ``ICLFS [fast]``, ``ICLFS [fast, consensus 8x20, 0.5 of samples]``,
-    ``ICLFS [fast, consensus 4x100, 8 feature blocks]``, ``ICLFS [fast, smoothing 5]``
-    (scores averaged over 5 correlated features), ``ICLFS [fast, d_z 128]`` (an
-    embedding 128 wide), ``ICLFS [published stream]``.
+    default), feature blocks, the published code's random draws, bf16
+    arithmetic: ``ICLFS [fast]``, ``ICLFS [fast, consensus 8x20, 0.5 of samples]``,
+    ``ICLFS [fast, consensus 4x100, 8 feature blocks]``, ``ICLFS [published stream]``.
     """
     off = (not settings.selection.use_lgrc, not settings.training.use_decorrelation,
            not settings.training.use_attention, settings.views.positives == "random")
@@ -79,10 +60,6 @@ def method_name(settings: Settings) -> str:
         tags.append(tag)
     if consensus.feature_blocks > 1:
         tags.append(f"{consensus.feature_blocks} feature blocks")
-    if settings.ranking.smoothing_neighbors:
-        tags.append(f"smoothing {settings.ranking.smoothing_neighbors}")
-    if settings.training.d_z is not None:
-        tags.append(f"d_z {settings.training.d_z}")
     if settings.runtime.precision == "bf16":
         tags.append("bf16")
     if settings.views.stream == "published":
@@ -158,50 +135,32 @@ def evaluate_cell(X: np.ndarray, codes: np.ndarray, selections: Mapping[int, np.
     return table[RESULT_COLUMNS]
 
 
-def baseline_selections(X: np.ndarray, codes: np.ndarray, laplacian: np.ndarray, keys: Sequence[str],
-                        options: Mapping[str, Mapping], k_values: Sequence[int], seed: int, random_rankings: int = 5,
+def baseline_selections(X: np.ndarray, codes: np.ndarray, keys: Sequence[str], options: Mapping[str, Mapping],
+                        k_values: Sequence[int], seed: int, runtime: RuntimeConfig | None = None,
                         ) -> dict[str, tuple[dict[int, np.ndarray], float]]:
-    """Every baseline's selection at every k, on the same standardized data as ICLFS.
+    """Every baseline's selection at every k, on the same standardized data as ICLFS (:mod:`iclfs.baselines`).
 
-    LS reuses the Laplacian scores of the ICLFS run (docs/method.md §6).
-    MCFS and NDFS are told the number of classes, as is usual for them; MCFS
-    fits once per k (as its paper does), NDFS is seeded with ``seed``.
-    ``random`` pools ``random_rankings`` permutations drawn from ``seed``;
-    ``all_features`` selects every column once (k = d).
+    The methods that need the number of clusters (MCFS, NDFS) are told the
+    number of classes, as is usual for them; seeded ones get ``seed``;
+    ``random`` pools its draws; ``all_features`` selects every column once
+    (k = d). ``options`` is conf's ``baselines`` section, by key.
 
     Returns
     -------
     dict
-        ``{baseline name: ({k: indices or (n, k) indices}, seconds to rank)}``.
+        ``{baseline name: ({k: indices or (draws, k) indices}, seconds to select)}``.
     """
-    unknown = sorted(set(keys) - set(BASELINE_NAMES))
-    if unknown:
-        raise ValueError(f"unknown benchmark.baselines {unknown}; known: {sorted(BASELINE_NAMES)}")
+    for key in keys:
+        baselines.baseline(key)  # an unknown key stops here, before any work
     X = np.asarray(X, dtype=np.float64)
-    d = X.shape[1]
+    grid = sorted(int(k) for k in k_values if k <= X.shape[1])
     n_clusters = len(np.unique(codes))
-    grid = sorted(int(k) for k in k_values if k <= d)
     out = {}
     for key in keys:
         started = time.perf_counter()
-        if key == "all_features":
-            selections = {d: np.arange(d)}
-        elif key == "laplacian_score":
-            ranking = baselines.rank_ascending(laplacian)
-            selections = {k: ranking[:k] for k in grid}
-        elif key == "spec":
-            ranking = baselines.spec_ranking(X, **options.get("spec", {}))
-            selections = {k: ranking[:k] for k in grid}
-        elif key == "mcfs":
-            per_k = baselines.mcfs_selections(X, n_clusters, grid, **options.get("mcfs", {}))
-            selections = {k: per_k[k][:k] for k in grid}
-        elif key == "ndfs":
-            ranking = baselines.ndfs_ranking(X, n_clusters, **{"random_state": seed, **options.get("ndfs", {})})
-            selections = {k: ranking[:k] for k in grid}
-        else:  # random
-            rankings = baselines.random_rankings(d, random_rankings, seed=seed)
-            selections = {k: rankings[:, :k] for k in grid}
-        out[BASELINE_NAMES[key]] = (selections, time.perf_counter() - started)
+        result = baselines.run(key, X, grid, n_clusters=n_clusters, seed=seed, options=options.get(key),
+                               runtime=runtime)
+        out[baselines.REGISTRY[key].name] = (result.selections, time.perf_counter() - started)
     return out
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -119,6 +120,15 @@ def parse_feature_table(
     if orientation == "features_in_rows":
         return _from_features_in_rows(frame, source, label_column)
     return _from_samples_in_rows(frame, source, label_column, id_column)
+
+
+def find_dataset(name: str, folders: Sequence[str | Path]) -> Path:
+    """``<folder>/<name>.mat`` in the first of ``folders`` that has it (the scikit-feature benchmark files)."""
+    for folder in folders:
+        path = Path(folder) / f"{name}.mat"
+        if path.is_file():
+            return path
+    raise TableReadError(f"{name}.mat is in none of {', '.join(map(str, folders))}")
 
 
 def read_feature_table(path: str | Path, **options: Any) -> FeatureTable:

@@ -1,4 +1,4 @@
-"""Exact softmax attention over many rows without a rows x rows matrix in memory.
+"""The attention kernels of the feature attention (docs/method.md §3): blocked and literal.
 
 ``blocked_attention(q, k, v, block_rows)`` equals
 ``softmax(q k^T / sqrt(e)) v`` (q, k, v of shape (L, e)), but it forms the
@@ -10,6 +10,10 @@ which runs near the CPU's GEMM throughput. When one block holds every row
 (``block_rows >= L``), that block is kept for the backward pass instead of
 being recomputed: each call then holds its L x L weights (no more than one
 block) from its forward pass to its backward pass.
+
+``literal_attention`` computes the attention the way the paper's
+``nn.MultiheadAttention`` does, d x d weights and all: the ``paper`` schedule
+uses it, so that training repeats the published loop bit for bit.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
 
 class _BlockedAttention(torch.autograd.Function):
@@ -98,3 +103,22 @@ def at_least_float32(t: torch.Tensor) -> torch.Tensor:
 def rows_per_block(rows: int, budget_bytes: int = 256 * 2**20, itemsize: int = 4) -> int:
     """The largest block of query rows whose (block x rows) weights fit ``budget_bytes``."""
     return max(1, min(rows, budget_bytes // max(1, rows * itemsize)))
+
+
+def literal_attention(attention: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``attention`` (a :class:`~iclfs.method.model.FeatureAttention`) applied to x (d, n) as the paper calls it.
+
+    ``nn.MultiheadAttention``'s functional form with its defaults
+    (``need_weights=True`` materializes the d x d weights). One tensor is
+    passed as query, key and value: ``F.multi_head_attention_forward`` tests
+    identity (``is``) to take the packed self-attention projection that
+    ``nn.MultiheadAttention(x, x, x)`` takes, whose rounding differs from
+    three separate products.
+    """
+    x3 = x[:, None]
+    out, _ = F.multi_head_attention_forward(
+        x3, x3, x3, attention.embed_dim, 1,
+        attention.in_proj_weight, attention.in_proj_bias, None, None, False, 0.0,
+        attention.out_proj.weight, attention.out_proj.bias, training=attention.training, need_weights=True,
+    )
+    return out[:, 0]

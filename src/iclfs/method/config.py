@@ -2,7 +2,7 @@
 
 A section is the same thing everywhere: ``conf/base/parameters_<section>.yml``
 in the Kedro project, the keyword arguments of
-:class:`~iclfs.apps.selector.ICLFSSelector`, and the ``--set`` options of the
+:class:`~iclfs.selectors.ICLFSSelector`, and the ``--set`` options of the
 benchmark command all build these classes, so one check, with one message,
 guards every entry point::
 
@@ -181,8 +181,6 @@ class TrainingConfig(Section):
     regime: str = param("auto", one_of(*REGIMES), "layer sizes (method.md §3); auto decides from n")
     regime_threshold: int = param(1000, integer(1), "auto picks the large regime from this many samples")
     decorrelation_weight: float | None = param(None, optional(number(0)), "lambda; null: the regime's")
-    d_z: int | None = param(None, optional(integer(1)),
-                            "width of the embedding z (a variant beyond the paper); null: the regime's, 16 or 32")
     dropout: float = param(0.1, number(0, 1, high_open=True), "encoder dropout")
     leaky_slope: float = param(0.2, number(0), "LeakyReLU slope of the encoder")
     bn_momentum: float = param(0.01, number(0, 1, high_open=True), "momentum of every BatchNorm layer")
@@ -237,7 +235,7 @@ class ViewConfig(Section):
                 f"positives; views.positives {self.positives!r} needs stream 'vectorized'")
 
 
-SCORE_NAMES = ("z_norm", "h_norm", "weighted_sum", "harmonic", "contrastive")
+SCORE_NAMES = ("z_norm", "h_norm", "weighted_sum", "harmonic")
 
 
 @dataclass(frozen=True)
@@ -247,11 +245,7 @@ class RankingConfig(Section):
     SECTION: ClassVar[str] = "ranking"
 
     score: str = param("z_norm", one_of(*SCORE_NAMES),
-                       "z_norm | h_norm | weighted_sum | harmonic | contrastive (each feature's own InfoNCE term, "
-                       "negated: a variant beyond the paper)")
-    smoothing_neighbors: int = param(0, integer(0),
-                                     "average each feature's rank score over it and its this many most correlated "
-                                     "features (a variant beyond the paper); 0: the paper's ranking")
+                       "z_norm | h_norm | weighted_sum | harmonic (the paper's score and its ablation's)")
 
 
 @dataclass(frozen=True)
@@ -291,7 +285,7 @@ COMBINE_RULES = ("mean_rank", "mean_score")
 @dataclass(frozen=True)
 class ConsensusConfig(Section):
     """Several runs combined into one ranking (docs/consensus.md). ``members: 1`` (the default) is the paper's
-    single run; ``members: 6`` with the other defaults is round 2's best consensus (L2)."""
+    single run; ``members: 6`` trains six members of 25 epochs on half the samples each."""
 
     SECTION: ClassVar[str] = "consensus"
 

@@ -17,23 +17,23 @@ def laplacian_gate(laplacian_scores: np.ndarray, quantile: float = 0.75) -> floa
 
 
 def lgrc_select(
-    ranking: np.ndarray,
+    order: np.ndarray,
     laplacian_scores: np.ndarray,
     k: int,
     alpha: float = 1.5,
     quantile: float = 0.75,
 ) -> np.ndarray:
-    """Correct the first k of ``ranking`` with the Laplacian gate.
+    """Correct the first k of ``order`` with the Laplacian gate.
 
-    Pool = first ``p = min(d, round(alpha k))`` ranked features. While reserve
+    Pool = first ``p = min(d, round(alpha k))`` features of the order. While reserve
     features remain, the pool member with the largest Laplacian score is
     swapped for the next reserve feature if its score exceeds gamma. The pool
-    is then put back in ranking order and cut to k. Among pool members with
+    is then put back in its order and cut to k. Among pool members with
     equal largest scores, the one ranked lowest is dropped first.
 
     Parameters
     ----------
-    ranking : ndarray of shape (d,)
+    order : ndarray of shape (d,)
         Feature indices, best first.
     laplacian_scores : ndarray of shape (d,)
         Laplacian score of each feature (by index).
@@ -45,9 +45,9 @@ def lgrc_select(
     ndarray of shape (k,)
         Feature indices, best first.
     """
-    ranking = np.asarray(ranking, dtype=np.int64)
+    order = np.asarray(order, dtype=np.int64)
     scores = np.asarray(laplacian_scores, dtype=np.float64)
-    d = len(ranking)
+    d = len(order)
     if not 1 <= k <= d:
         raise ValueError(f"k must be in 1..{d}, got {k}")
     if alpha < 1:
@@ -56,27 +56,27 @@ def lgrc_select(
     p = min(d, round(alpha * k))
     # Max-heap on (score, rank position); the pool is tracked by rank position
     # so the final re-ordering is a sort of positions.
-    heap = [(-scores[ranking[pos]], -pos) for pos in range(p)]
+    heap = [(-scores[order[pos]], -pos) for pos in range(p)]
     heapq.heapify(heap)
     for pos in range(p, d):
         neg_score, neg_pos = heap[0]
         if -neg_score <= gamma:
             break
-        heapq.heapreplace(heap, (-scores[ranking[pos]], -pos))
+        heapq.heapreplace(heap, (-scores[order[pos]], -pos))
     kept_positions = np.sort(np.array([-neg_pos for _, neg_pos in heap], dtype=np.int64))
-    return ranking[kept_positions[:k]]
+    return order[kept_positions[:k]]
 
 
 def select_features(
-    ranking: np.ndarray,
+    order: np.ndarray,
     laplacian_scores: np.ndarray,
     k: int,
     use_lgrc: bool = True,
     alpha: float = 1.5,
     quantile: float = 0.75,
 ) -> np.ndarray:
-    """The k features selected from ``ranking``: :func:`lgrc_select`'s, or with
-    ``use_lgrc=False`` the first k of the ranking (the paper's "without LGRC", WL).
+    """The k features selected from ``order``: :func:`lgrc_select`'s, or with
+    ``use_lgrc=False`` the first k of the order (the paper's "without LGRC", WL).
 
     Returns
     -------
@@ -84,5 +84,5 @@ def select_features(
         Feature indices, best first.
     """
     if not use_lgrc:
-        return np.asarray(ranking)[:k]
-    return lgrc_select(ranking, laplacian_scores, k, alpha=alpha, quantile=quantile)
+        return np.asarray(order)[:k]
+    return lgrc_select(order, laplacian_scores, k, alpha=alpha, quantile=quantile)

@@ -117,29 +117,9 @@ def info_nce_with_negative(
         The mean cross-entropy over the d features.
     """
     with full_precision(z_anchor):
-        za, zp, zn, block = _unit_inputs(z_anchor, z_positive, z_negative, block_rows)
-        return _InfoNCE.apply(za, zp, zn, float(temperature), block)
-
-
-def _unit_inputs(z_anchor, z_positive, z_negative, block_rows):
-    """The InfoNCE's unit rows (at least float32) and its block of rows (``block_rows`` or the device's)."""
-    block = block_rows or loss_block_rows(z_anchor.shape[0], z_anchor.device)
-    return (*unit_rows(z_anchor, z_positive, z_negative), int(block))
-
-
-@torch.no_grad()
-def info_nce_per_feature(z_anchor, z_positive, z_negative, temperature=0.05, block_rows=None) -> torch.Tensor:
-    """Each feature's own term of :func:`info_nce_with_negative` (same parameters), without gradients.
-
-    Returns a Tensor of shape (d,): feature j's cross-entropy, how poorly its
-    anchor picks out its own positive among every feature's positive and its
-    own negative. Their mean is :func:`info_nce_with_negative`.
-    """
-    with full_precision(z_anchor):
-        za, zp, zn, block = _unit_inputs(z_anchor, z_positive, z_negative, block_rows)
-        inv_t = 1.0 / temperature
-        extra = (za * zn).sum(dim=1) * inv_t
-        return torch.cat([row_losses for _, _, row_losses in _row_blocks(za, zp, extra, inv_t, block)])
+        block = block_rows or loss_block_rows(z_anchor.shape[0], z_anchor.device)
+        za, zp, zn = unit_rows(z_anchor, z_positive, z_negative)
+        return _InfoNCE.apply(za, zp, zn, float(temperature), int(block))
 
 
 def decorrelation_loss(z_anchor: torch.Tensor) -> torch.Tensor:

@@ -8,8 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import replay
-from .attention import blocked_attention, rows_per_block
+from .attention import blocked_attention, literal_attention, rows_per_block
 
 
 @dataclass(frozen=True)
@@ -59,7 +58,7 @@ class FeatureAttention(nn.Module):
       recomputed in the backward pass; it holds at most one block of the
       weights, which is all d x d of them only when they fit that budget.
     * ``literal``: the d x d softmax matrix as the paper's
-      ``nn.MultiheadAttention`` computes it (:func:`iclfs.method.replay.literal_attention`),
+      ``nn.MultiheadAttention`` computes it (:func:`iclfs.method.attention.literal_attention`),
       used by the ``paper`` schedule.
     """
 
@@ -96,7 +95,7 @@ class FeatureAttention(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (d, n) -> (d, n)."""
         if self.kernel == "literal":
-            return replay.literal_attention(self, x)
+            return literal_attention(self, x)
         q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
         return self.out_proj(self.attend(q, k, v))
 

@@ -5,10 +5,11 @@ A researcher reproduces the paper's published number with two settings:
 ``training.schedule: paper``
     The literal loop (:func:`paper_step`): for each of the four positive
     views it embeds the anchor, the negative and the view (12 forward passes
-    an epoch, fresh dropout each time) through ``nn.MultiheadAttention``'s own
-    code path (:func:`literal_attention`), forms the dense logits and Gram
-    matrices (:func:`info_nce_dense`, :func:`decorrelation_dense`) and
-    back-propagates that view's loss before the epoch's single optimizer step.
+    an epoch, fresh dropout each time) through ``nn.MultiheadAttention``'s
+    own code path (the ``literal`` attention kernel), forms the dense logits
+    and Gram matrices (:func:`info_nce_dense`, :func:`decorrelation_dense`)
+    and back-propagates that view's loss before the epoch's single optimizer
+    step.
 ``views.stream: published``
     The published code's random draws (:func:`published_masks`): torch's
     global CPU generator, one 64-bit draw per epoch (its ``DataLoader``
@@ -25,37 +26,14 @@ random stream, several times faster.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 
 from .config import ViewConfig
 from .losses import full_precision, unit_rows
+from .runtime import ForwardContext
 from .views import ViewMasks, Views, keep_count, mask_from_positions, pair_counts
-
-#: A factory of the context the network's forward passes run in (autocast or nothing).
-ForwardContext = Callable[[], contextlib.AbstractContextManager]
-
-
-def literal_attention(attention: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """``attention`` (a :class:`~iclfs.method.model.FeatureAttention`) applied to x (d, n) as the paper calls it.
-
-    ``nn.MultiheadAttention``'s functional form with its defaults
-    (``need_weights=True`` materializes the d x d weights). One tensor is
-    passed as query, key and value: ``F.multi_head_attention_forward`` tests
-    identity (``is``) to take the packed self-attention projection that
-    ``nn.MultiheadAttention(x, x, x)`` takes, whose rounding differs from
-    three separate products.
-    """
-    x3 = x[:, None]
-    out, _ = F.multi_head_attention_forward(
-        x3, x3, x3, attention.embed_dim, 1,
-        attention.in_proj_weight, attention.in_proj_bias, None, None, False, 0.0,
-        attention.out_proj.weight, attention.out_proj.bias, training=attention.training, need_weights=True,
-    )
-    return out[:, 0]
-
 
 def info_nce_dense(
     z_anchor: torch.Tensor, z_positive: torch.Tensor, z_negative: torch.Tensor, temperature: float = 0.05

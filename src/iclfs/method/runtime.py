@@ -4,7 +4,9 @@ Nothing here changes what the method computes beyond float rounding. It
 resolves the device, chooses the attention kernel and the InfoNCE block for
 that device, sets torch's thread count and TF32 flags for one run, and
 estimates the memory an epoch needs so that a run that cannot fit stops
-before it starts.
+before it starts. :func:`plan_training` works all of that out once for one
+network, into a :class:`TrainingPlan` that the chain's checks (before any
+artifact is written) and the :class:`~iclfs.method.training.Trainer` share.
 
 The memory estimate counts the float32 tensors one epoch keeps alive at its peak:
 the anchor map and its views, the activations autograd saves for the forward
@@ -20,16 +22,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from .attention import keeps_weights, rows_per_block
-from .losses import DEFAULT_LOSS_BLOCK_BYTES
-from .model import Regime
-from .replay import ForwardContext
+from .config import RuntimeConfig, TrainingConfig
+from .losses import DEFAULT_LOSS_BLOCK_BYTES, loss_block_rows
+from .model import Regime, select_regime
+
+#: A factory of the context the network's forward passes run in (autocast or nothing).
+ForwardContext = Callable[[], contextlib.AbstractContextManager]
 
 FLOAT = 4
 PROCESS_OVERHEAD = 600 * 2**20  # interpreter, torch, numpy, scipy, kedro
@@ -258,3 +263,65 @@ def compute_settings(device: torch.device, precision: str, num_threads: int | No
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """Where and how one network trains, worked out once before it is built.
+
+    Attributes
+    ----------
+    d, n : int
+        The map's shape: features (the batch) and samples (the attention's width).
+    schedule : str
+        ``training.schedule``.
+    device : torch.device
+    precision : str
+        The resolved precision: ``fp32``, ``tf32`` or ``bf16``.
+    regime : Regime
+        The layer sizes.
+    attention_kernel : str
+        The kernel the network is built with: ``fused``, ``blocked`` or ``literal``.
+    use_attention : bool
+        False for the ablation without attention (the kernel is then never called).
+    loss_block_rows : int or None
+        Rows of InfoNCE logits ``fast`` forms at a time; None for the ``paper`` schedule's dense losses.
+    memory : MemoryEstimate
+        The peak memory of one epoch.
+    """
+
+    d: int
+    n: int
+    schedule: str
+    device: torch.device
+    precision: str
+    regime: Regime
+    attention_kernel: str
+    use_attention: bool
+    loss_block_rows: int | None
+    memory: MemoryEstimate
+
+    @property
+    def kernel_used(self) -> str:
+        """The attention kernel that runs: the planned one, or ``none`` without attention."""
+        return self.attention_kernel if self.use_attention else "none"
+
+    def check_memory(self, limit: int | None = None) -> None:
+        """Raise :class:`ResourceLimitError` when one epoch will not fit the device (:func:`check_memory`)."""
+        check_memory(self.memory, self.device, self.d, self.n, self.regime, self.schedule, limit)
+
+
+def plan_training(d: int, n: int, training: TrainingConfig, runtime: RuntimeConfig) -> TrainingPlan:
+    """The plan of one network on a (d, n) map: device, precision, layer sizes, kernels and memory.
+
+    Raises ``ValueError`` for a device that is not here or a precision it
+    cannot run; allocates nothing.
+    """
+    device = resolve_device(runtime.device)
+    precision = resolve_precision(runtime.precision, training.schedule, device)
+    regime = select_regime(n, training.regime, training.regime_threshold)
+    kernel = attention_kernel_for(training.schedule, n, device)
+    rows = None if training.schedule == "paper" else loss_block_rows(d, device)
+    memory = estimate_training_memory(d, n, regime, training.schedule, kernel, training.use_attention, rows)
+    return TrainingPlan(d, n, training.schedule, device, precision, regime, kernel, training.use_attention, rows,
+                        memory)

@@ -23,7 +23,6 @@ speed benchmark times :meth:`Trainer.step` itself.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -32,18 +31,10 @@ import torch
 from tqdm.auto import tqdm
 
 from .config import RuntimeConfig, TrainingConfig, ViewConfig
-from .losses import decorrelation_loss, info_nce_per_feature, info_nce_with_negative, loss_block_rows
+from .losses import decorrelation_loss, info_nce_with_negative
 from .model import ICLFSNetwork, Regime, select_regime
-from .replay import ForwardContext, paper_step, published_masks
-from .runtime import (
-    attention_kernel_for,
-    check_memory,
-    compute_settings,
-    estimate_training_memory,
-    forward_context_for,
-    resolve_device,
-    resolve_precision,
-)
+from .replay import paper_step, published_masks
+from .runtime import ForwardContext, attention_kernel_for, compute_settings, forward_context_for, plan_training
 from .views import ViewMasks, Views, apply_masks, generate_masks, generate_views
 
 
@@ -62,15 +53,9 @@ class TrainingResult:
     seconds: float = 0.0  # wall time of the whole run: building the network, every epoch
 
 
-def network_regime(n_samples: int, training: TrainingConfig) -> Regime:
-    """The layer sizes for maps with ``n_samples`` columns: the regime's, with ``training.d_z`` when set."""
-    regime = select_regime(n_samples, training.regime, training.regime_threshold)
-    return regime if training.d_z is None else dataclasses.replace(regime, d_z=training.d_z)
-
-
 def build_model(n_samples: int, training: TrainingConfig, attention_kernel: str = "fused") -> tuple[ICLFSNetwork, Regime]:
-    """The network for maps with ``n_samples`` columns, sized by :func:`network_regime`."""
-    regime = network_regime(n_samples, training)
+    """The network for maps with ``n_samples`` columns, sized by its regime (docs/method.md §3)."""
+    regime = select_regime(n_samples, training.regime, training.regime_threshold)
     model = ICLFSNetwork(
         n_samples,
         regime,
@@ -181,8 +166,10 @@ class Trainer:
     seed : int
         Seeds the weights, the dropout and the views.
 
-    The thread count and TF32 flags are the caller's to set around the
-    steps (:func:`iclfs.method.runtime.compute_settings`), as :func:`train` does.
+    The device, precision, kernels and memory come from one
+    :class:`~iclfs.method.runtime.TrainingPlan` (:attr:`plan`). The thread
+    count and TF32 flags are the caller's to set around the steps
+    (:func:`iclfs.method.runtime.compute_settings`), as :func:`train` does.
     """
 
     def __init__(self, A: np.ndarray | torch.Tensor, training: TrainingConfig | None = None,
@@ -190,25 +177,22 @@ class Trainer:
         self.training = training = training or TrainingConfig()
         self.views = views or ViewConfig()
         runtime = runtime or RuntimeConfig()
-        self.device = device = resolve_device(runtime.device)
-        self.precision = resolve_precision(runtime.precision, training.schedule, device)
+        d, n = A.shape
+        self.plan = plan = plan_training(d, n, training, runtime)
+        self.device, self.precision = plan.device, plan.precision
         torch.manual_seed(seed)
-        self.anchor = torch.as_tensor(A, dtype=torch.float32, device=device)
-        d, n = self.anchor.shape
-        kernel = attention_kernel_for(training.schedule, n, device)
-        self.model, self.regime = build_model(n, training, kernel)
-        self.attention_kernel = kernel if training.use_attention else "none"
-        self.loss_block_rows = None if training.schedule == "paper" else loss_block_rows(d, device)
+        self.anchor = torch.as_tensor(A, dtype=torch.float32, device=plan.device)
+        self.model, self.regime = build_model(n, training, plan.attention_kernel)
+        self.attention_kernel = plan.kernel_used
+        self.loss_block_rows = plan.loss_block_rows
         if runtime.check_memory:
-            estimate = estimate_training_memory(d, n, self.regime, training.schedule, kernel,
-                                                training.use_attention, self.loss_block_rows)
-            check_memory(estimate, device, d, n, self.regime, training.schedule)
-        self.model.to(device).train()
+            plan.check_memory()
+        self.model.to(plan.device).train()
         self.lam = decorrelation_weight(training, self.regime)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=training.learning_rate,
                                           weight_decay=training.weight_decay)
-        self.generator = torch.Generator(device=device).manual_seed(seed)
-        self.forward_context = forward_context_for(device, self.precision)
+        self.generator = torch.Generator(device=plan.device).manual_seed(seed)
+        self.forward_context = forward_context_for(plan.device, plan.precision)
         self.epoch = 0
 
     def draw_views(self) -> Views:
@@ -316,73 +300,3 @@ def first_epoch_masks(A: np.ndarray | torch.Tensor, training: TrainingConfig | N
         torch.random.default_generator.manual_seed(seed)  # the Trainer's torch.manual_seed, on CPU only
         build_model(n, training, attention_kernel_for(training.schedule, n, "cpu"))
         return published_masks(d, n, views)
-
-
-@torch.no_grad()
-def embed(model: ICLFSNetwork, A: np.ndarray | torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """Embed the anchor map once in eval mode: (H of shape (d, d_h), Z of shape (d, d_z))."""
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    anchor = torch.as_tensor(A, dtype=torch.float32, device=device)
-    h, z = model(anchor)
-    model.train(was_training)
-    return h.float().cpu().numpy(), z.float().cpu().numpy()
-
-
-#: View draws averaged by :func:`contrastive_losses`: four positives each, so 32 terms per feature.
-SCORING_DRAWS = 8
-SCORING_VIEW_STREAM = 2  # tags the seed stream of the views drawn for scoring, apart from training's
-
-
-@torch.no_grad()
-def contrastive_losses(model: ICLFSNetwork, A: np.ndarray | torch.Tensor, views: ViewConfig | None = None,
-                       temperature: float = 0.05, seed: int = 42, draws: int = SCORING_DRAWS) -> np.ndarray:
-    """Each feature's own InfoNCE term in eval mode, averaged over fresh views (docs/method.md §5).
-
-    The anchor map is embedded once; each of ``draws`` draws of the views
-    (from a generator of their own, seeded by ``seed``, so training's streams
-    are untouched) embeds the negative and the positives, and every positive
-    gives each feature its term of the training objective's InfoNCE.
-
-    Parameters
-    ----------
-    model : ICLFSNetwork
-        A trained network; it is left in the mode it was in.
-    A : array of shape (d, n)
-        The map it was trained on.
-    views : ViewConfig, optional
-        How the views are drawn (always from the ``vectorized`` stream).
-    temperature : float, default=0.05
-        tau, as in training.
-    seed : int, default=42
-        The network's seed.
-    draws : int, default=SCORING_DRAWS
-        View draws averaged.
-
-    Returns
-    -------
-    ndarray of shape (d,)
-        Mean cross-entropy of each feature (lower: the network tells the
-        feature's views apart from every other feature's more surely).
-    """
-    if draws < 1:
-        raise ValueError(f"draws must be >= 1, got {draws}")
-    views = views or ViewConfig()
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    anchor = torch.as_tensor(A, dtype=torch.float32, device=device)
-    stream_seed = int(np.random.SeedSequence([seed, SCORING_VIEW_STREAM]).generate_state(1)[0])
-    generator = torch.Generator(device=device).manual_seed(stream_seed)
-    z_anchor = model(anchor)[1]
-    total = torch.zeros(anchor.shape[0], dtype=torch.float64, device=device)
-    terms = 0
-    for _ in range(draws):
-        drawn = generate_views(anchor, views, generator)
-        z_negative = model(drawn.negative)[1]
-        for positive in drawn.positives:
-            total += info_nce_per_feature(z_anchor, model(positive)[1], z_negative, temperature).double()
-            terms += 1
-    model.train(was_training)
-    return (total / terms).cpu().numpy()

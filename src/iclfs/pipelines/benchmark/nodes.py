@@ -10,7 +10,7 @@ import pandas as pd
 from iclfs.evaluation.benchmark import baseline_selections, evaluate_cell, method_name, slug
 from iclfs.method.chain import k_values_for
 from iclfs.method.config import Settings
-from iclfs.pipelines.frames import laplacian_vector, partitions, selections
+from iclfs.pipelines.frames import partitions, selections
 
 
 def _labelled(standardized_data: np.ndarray, labels: dict, ground_truth: dict) -> tuple[np.ndarray, np.ndarray, str]:
@@ -43,18 +43,18 @@ def evaluate_iclfs(standardized_data: np.ndarray, labels: dict, ground_truth: di
     return {_cell(table): table}
 
 
-def evaluate_baselines(standardized_data: np.ndarray, labels: dict, ground_truth: dict,
-                       laplacian_scores: pd.DataFrame, benchmark: dict, selection: dict, evaluation: dict,
+def evaluate_baselines(standardized_data: np.ndarray, labels: dict, ground_truth: dict, benchmark: dict,
+                       baselines: dict, selection: dict, evaluation: dict, runtime: dict,
                        seed: int) -> dict[str, pd.DataFrame]:
-    """Every baseline of ``benchmark.baselines`` through the same protocol at this run's seed: one cell each."""
+    """Every baseline of ``benchmark.baselines``, with its options of ``baselines``, through the same
+    protocol at this run's seed: one cell each."""
     X, codes, dataset = _labelled(standardized_data, labels, ground_truth)
-    settings = Settings.from_parameters({"selection": selection, "evaluation": evaluation, "seed": seed})
+    settings = Settings.from_parameters({"selection": selection, "evaluation": evaluation, "runtime": runtime,
+                                         "seed": seed})
     grid = k_values_for(settings.selection, X.shape[1])
-    options = {key: benchmark.get(key, {}) for key in ("spec", "mcfs", "ndfs")}
     cells = {}
-    for name, (chosen, seconds) in baseline_selections(
-            X, codes, laplacian_vector(laplacian_scores), benchmark["baselines"], options, grid, seed,
-            int(benchmark.get("random_rankings", 5))).items():
+    for name, (chosen, seconds) in baseline_selections(X, codes, benchmark["baselines"], baselines, grid, seed,
+                                                       settings.runtime).items():
         table = evaluate_cell(X, codes, chosen, dataset=dataset, method=name, seed=seed,
                               n_runs=settings.evaluation.n_runs, seconds=seconds)
         cells[_cell(table)] = table

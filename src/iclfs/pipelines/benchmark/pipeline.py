@@ -24,8 +24,8 @@ _COMMON = ["standardized_data", "labels", "ground_truth"]
 
 def _baselines_node() -> Node:
     return Node(evaluate_baselines,
-                inputs=[*_COMMON, "laplacian_scores", "params:benchmark", "params:selection", "params:evaluation",
-                        "params:seed"],
+                inputs=[*_COMMON, "params:benchmark", "params:baselines", "params:selection", "params:evaluation",
+                        "params:runtime", "params:seed"],
                 outputs="baseline_cells", name="evaluate_baselines")
 
 
@@ -44,8 +44,7 @@ def dataset_pipeline() -> Pipeline:
 
 def baselines_pipeline() -> Pipeline:
     """The baselines alone, un-namespaced: no training (``kedro run --pipeline benchmark_baselines``)."""
-    stages = sum((stage.create_pipeline() for stage in (data_processing, laplacian)), Pipeline([]))
-    return stages + Pipeline([_baselines_node()], tags="benchmark")
+    return data_processing.create_pipeline() + Pipeline([_baselines_node()], tags="benchmark")
 
 
 def per_dataset(template: Pipeline, datasets: Sequence[str]) -> Pipeline:

@@ -1,4 +1,4 @@
-"""``kedro run --pipeline benchmark_report``: publish the cells and rebuild docs/reports/benchmark.md."""
+"""``kedro run --pipeline benchmark_report``: every cell in one report, under data/08_reporting/benchmark/."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from .nodes import build, collect_cells
 def create_pipeline(**kwargs) -> Pipeline:
     return Pipeline(
         [
-            Node(collect_cells, inputs=["benchmark_cells", "published_cells"],
-                 outputs=["cells_to_publish", "benchmark_results"], name="collect_cells"),
+            Node(collect_cells, inputs=["benchmark_cells", "published_cells"], outputs="benchmark_results",
+                 name="collect_cells"),
             Node(build, inputs=["benchmark_results", "parameters", "params:benchmark", "params:benchmark_report"],
                  outputs=["benchmark_report", "benchmark_figures"], name="build_report"),
         ],

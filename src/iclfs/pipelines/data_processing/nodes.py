@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from iclfs.method import chain
+from iclfs.method.chain import prepare_checked
 from iclfs.method.config import Settings
 from iclfs.method.preprocessing import FeatureTable, invert
 
 
-def prepare_data(raw_data: FeatureTable, training: dict, runtime: dict, laplacian: dict, selection: dict,
+def validate_and_standardize(raw_data: FeatureTable, training: dict, runtime: dict, laplacian: dict, selection: dict,
                  consensus: dict) -> tuple[np.ndarray, dict, list[str], dict]:
     """Validate the table, check the settings against its shape, then standardize.
 
@@ -30,7 +30,7 @@ def prepare_data(raw_data: FeatureTable, training: dict, runtime: dict, laplacia
     """
     settings = Settings.from_parameters({"training": training, "runtime": runtime, "laplacian": laplacian,
                                          "selection": selection, "consensus": consensus})
-    prepared = chain.prepare_data(raw_data, settings)
+    prepared = prepare_checked(raw_data, settings)
     labels = {"classes": [], "codes": []}
     if prepared.labels is not None:
         labels = {"classes": prepared.classes, "codes": prepared.labels.tolist()}

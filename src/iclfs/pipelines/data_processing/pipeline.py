@@ -1,17 +1,17 @@
 from kedro.pipeline import Node, Pipeline
 
-from .nodes import invert_data, prepare_data
+from .nodes import invert_data, validate_and_standardize
 
 
 def create_pipeline(**kwargs) -> Pipeline:
     return Pipeline(
         [
             Node(
-                prepare_data,
+                validate_and_standardize,
                 inputs=["raw_data", "params:training", "params:runtime", "params:laplacian", "params:selection",
                         "params:consensus"],
                 outputs=["standardized_data", "labels", "feature_names", "ground_truth"],
-                name="prepare_data",
+                name="validate_and_standardize",
             ),
             Node(invert_data, inputs="standardized_data", outputs="inverted_data", name="invert_data"),
         ]

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from iclfs.evaluation.protocol import best_k, evaluate_selections, informative_recall
 from iclfs.method.config import EvaluationConfig
+from iclfs.pipelines.figures import accuracy_figure
 from iclfs.pipelines.frames import selections as selections_of
 
 METRICS = ("accuracy_mean", "accuracy_std", "nmi_mean", "nmi_std", "informative_recall")
@@ -73,15 +71,4 @@ def summarize_evaluation(evaluation_table: pd.DataFrame) -> tuple[dict, dict]:
 
 def plot_accuracy_vs_k(evaluation_table: pd.DataFrame) -> plt.Figure:
     """Mean clustering accuracy (+- std) against k; a note when there are no labels."""
-    fig, ax = plt.subplots(figsize=(6, 4))
-    if "accuracy_mean" in evaluation_table:
-        ax.errorbar(evaluation_table["k"], evaluation_table["accuracy_mean"], yerr=evaluation_table["accuracy_std"],
-                    marker="o", capsize=3, label="ICLFS")
-        ax.set_ylabel("k-means clustering accuracy")
-        ax.legend()
-    else:
-        ax.text(0.5, 0.5, "no labels: accuracy not evaluated", ha="center", va="center", transform=ax.transAxes)
-    ax.set_xlabel("number of selected features k")
-    ax.set_title("Accuracy vs k")
-    fig.tight_layout()
-    return fig
+    return accuracy_figure(evaluation_table)

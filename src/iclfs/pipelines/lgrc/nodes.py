@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iclfs.method import chain
+from iclfs.method.chain import k_values_for, select
 from iclfs.method.config import SelectionConfig
 from iclfs.pipelines.frames import laplacian_vector
 
@@ -14,7 +14,7 @@ def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame
     """The selected features for every k of ``selection.k_values`` (up to d), in one long table.
 
     With ``selection.use_lgrc: false`` the selection is the first k of the
-    ranking (the paper's "without LGRC" ablation).
+    order (the paper's "without LGRC" ablation).
 
     Returns
     -------
@@ -25,10 +25,10 @@ def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame
         the selection (1 = best).
     """
     config = SelectionConfig.from_dict(selection)
-    ranking = feature_ranking["feature_index"].to_numpy()
+    order = feature_ranking["feature_index"].to_numpy()
     ls = laplacian_vector(laplacian_scores)
     by_index = feature_ranking.set_index("feature_index")
-    selections = chain.select(ranking, ls, config, chain.k_values_for(config, len(ranking)))
+    selections = select(order, ls, config, k_values_for(config, len(order)))
     parts = []
     for k, chosen in selections.items():
         part = pd.DataFrame({

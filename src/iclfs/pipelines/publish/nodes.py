@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from iclfs.evaluation.stability import compare_selections
-from iclfs.method import chain
 from iclfs.method.config import SelectionConfig
+from iclfs.method.k_choice import choose_k
+from iclfs.method.stability import compare_selections
 from iclfs.method.preprocessing import DataValidationError, FeatureTable, as_numeric_matrix
+from iclfs.pipelines.figures import score_distribution_figure
 from iclfs.pipelines.frames import frequencies, selections
 from iclfs.pipelines.publish import report
 
 
-def choose_k(selected_features: pd.DataFrame, feature_ranking: pd.DataFrame, selection: dict) -> tuple[dict, dict]:
+def choose_production_k(selected_features: pd.DataFrame, feature_ranking: pd.DataFrame,
+                        selection: dict) -> tuple[dict, dict]:
     """The k handed on: ``selection.k``, or with ``auto`` the largest k the members agree on.
 
     Returns
@@ -33,7 +32,7 @@ def choose_k(selected_features: pd.DataFrame, feature_ranking: pd.DataFrame, sel
     freq = frequencies(feature_ranking)
     if config.k == "auto" and not freq:
         raise ValueError("selection.k 'auto' needs a consensus (consensus.members 2 or more)")
-    chosen_k = chain.choose(chosen, freq, config, len(feature_ranking))
+    chosen_k = choose_k(chosen, freq, config, len(feature_ranking))
     choice = {"k": chosen_k.k, "reason": chosen_k.reason}
     if config.k == "auto":
         choice["agreement"] = {str(k): value for k, value in chosen_k.agreement.items()}
@@ -56,7 +55,7 @@ def reduce_data(raw_data: FeatureTable, selected_feature_list: pd.DataFrame, gro
 
     The sample id column, when the input has one, comes first, so the table
     joins back to anything keyed by sample. The input is read again here and
-    must be the table ``prepare_data`` read (same fingerprint): a file
+    must be the table ``validate_and_standardize`` read (same fingerprint): a file
     replaced during the run is refused rather than mixed with a selection
     made from the old one.
     """
@@ -64,7 +63,7 @@ def reduce_data(raw_data: FeatureTable, selected_feature_list: pd.DataFrame, gro
     if expected is not None and raw_data.fingerprint() != expected:
         raise DataValidationError(
             f"{raw_data.source}: the input changed while this run was training (its values, feature names or "
-            "sample ids differ from what prepare_data read), so the selection no longer matches it. "
+            "sample ids differ from what validate_and_standardize read), so the selection no longer matches it. "
             "Run again on the new file.")
     X = as_numeric_matrix(raw_data.X, raw_data.source)
     columns = selected_feature_list["feature_index"].to_numpy()
@@ -104,19 +103,8 @@ def compare_with_previous(selected_features: pd.DataFrame, previous_selected_fea
 
 
 def plot_score_distribution(feature_ranking: pd.DataFrame, selected_feature_list: pd.DataFrame) -> plt.Figure:
-    """Histogram of the ranking score, the top-k cut, and where the selected features fall."""
-    k = len(selected_feature_list)
-    scores = feature_ranking["score"].to_numpy()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.hist(scores, bins=min(80, max(10, len(scores) // 20)), color="0.7", label="all features")
-    ax.axvline(scores[min(k, len(scores)) - 1], color="red", label=f"top-{k} cut")
-    ax.plot(selected_feature_list["score"], np.zeros(k), "|", color="navy", markersize=14,
-            label=f"selected (k = {k}, after LGRC)")
-    ax.set_xlabel(f"feature score ({feature_ranking['score_name'].iloc[0]})")
-    ax.set_ylabel("features")
-    ax.legend()
-    fig.tight_layout()
-    return fig
+    """Histogram of the ordering score, the top-k cut, and where the selected features fall."""
+    return score_distribution_figure(feature_ranking, selected_feature_list)
 
 
 def build_run_report(ground_truth: dict, standardized_data: np.ndarray, labels: dict, k_choice: dict,

@@ -2,7 +2,7 @@ from kedro.pipeline import Node, Pipeline
 
 from .nodes import (
     build_run_report,
-    choose_k,
+    choose_production_k,
     compare_with_previous,
     feature_list,
     plot_score_distribution,
@@ -13,8 +13,8 @@ from .nodes import (
 def create_pipeline(**kwargs) -> Pipeline:
     return Pipeline(
         [
-            Node(choose_k, inputs=["selected_features", "feature_ranking", "params:selection"],
-                 outputs=["k_choice", "selection_metrics"], name="choose_k"),
+            Node(choose_production_k, inputs=["selected_features", "feature_ranking", "params:selection"],
+                 outputs=["k_choice", "selection_metrics"], name="choose_production_k"),
             Node(feature_list, inputs=["selected_features", "k_choice"], outputs="selected_feature_list",
                  name="feature_list"),
             Node(reduce_data, inputs=["raw_data", "selected_feature_list", "ground_truth"], outputs="reduced_data",

@@ -7,8 +7,8 @@ def create_pipeline(**kwargs) -> Pipeline:
     return Pipeline(
         [
             Node(rank_features,
-                 inputs=["member_scores", "feature_names", "laplacian_scores", "standardized_data", "params:ranking",
-                         "params:consensus", "params:selection"],
+                 inputs=["member_scores", "feature_names", "laplacian_scores", "params:ranking", "params:consensus",
+                         "params:selection"],
                  outputs=["feature_ranking", "consensus_metrics"], name="rank_features"),
         ]
     )

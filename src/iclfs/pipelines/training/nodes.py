@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from iclfs.method.config import SCORE_NAMES, ConsensusConfig, RankingConfig, RuntimeConfig, TrainingConfig, ViewConfig
-from iclfs.distributed import train_members_here as train_all
-from iclfs.method.consensus import state_dicts
+from iclfs.distributed import train_members_here
+from iclfs.method.config import SCORE_NAMES, ConsensusConfig, RuntimeConfig, TrainingConfig, ViewConfig
+from iclfs.method.members import state_dicts
+from iclfs.pipelines.figures import training_loss_figure
 
 
-def train_members(inverted_data: np.ndarray, training: dict, views: dict, runtime: dict, consensus: dict, seed: int,
-                  ranking: dict | None = None) -> tuple[dict, pd.DataFrame, dict[str, np.ndarray], list[float]]:
+def train_model(inverted_data: np.ndarray, training: dict, views: dict, runtime: dict, consensus: dict,
+                seed: int) -> tuple[dict, pd.DataFrame, dict[str, np.ndarray], list[float]]:
     """Train every member on the (d, n) inverted map and score the features with each.
 
     Returns
@@ -29,15 +27,13 @@ def train_members(inverted_data: np.ndarray, training: dict, views: dict, runtim
         attention kernel, InfoNCE block rows, regime and schedule used. CPU
         results are bit-identical at the same seed and thread count.
     member_scores : dict of str to ndarray of shape (members, d)
-        The paper's four scores of method.md §5 by each member (and the
-        contrastive score when ``ranking.score`` is it), and ``seed`` (members,).
+        The paper's four scores of method.md §5 by each member, and ``seed`` (members,).
     training_loss : list of float
         Every epoch's loss, member after member, for the MLflow metric history.
     """
     training_config = TrainingConfig.from_dict(training)
-    contrastive = RankingConfig.from_dict(ranking).score == "contrastive"
-    members = train_all(inverted_data, training_config, ViewConfig.from_dict(views), RuntimeConfig.from_dict(runtime),
-                        ConsensusConfig.from_dict(consensus), seed, contrastive=contrastive)
+    members = train_members_here(inverted_data, training_config, ViewConfig.from_dict(views),
+                                 RuntimeConfig.from_dict(runtime), ConsensusConfig.from_dict(consensus), seed)
     frames = []
     for member in members:
         for block, result in enumerate(member.results):
@@ -58,25 +54,11 @@ def train_members(inverted_data: np.ndarray, training: dict, views: dict, runtim
             frame["schedule"] = training_config.schedule
             frames.append(frame)
     history = pd.concat(frames, ignore_index=True)
-    scores = {name: np.array([m.scores[name] for m in members]) for name in SCORE_NAMES if name in members[0].scores}
+    scores = {name: np.array([m.scores[name] for m in members]) for name in SCORE_NAMES}
     scores["seed"] = np.array([m.plan.seed for m in members], dtype=np.int64)
     return state_dicts(members), history, scores, history["loss"].tolist()
 
 
 def plot_training_history(training_history: pd.DataFrame) -> plt.Figure:
     """Loss per epoch and its two terms; one line per network (member, feature block)."""
-    fig, ax = plt.subplots(figsize=(6, 4))
-    members = training_history["member"].nunique()
-    networks = training_history.groupby(["member", "block"])
-    for (member, block), group in networks:
-        label = (lambda name: name) if (member, block) == (0, 0) else (lambda name: None)
-        alpha = 1.0 if networks.ngroups == 1 else 0.6
-        for column, colour in (("loss", "C0"), ("contrastive", "C1"), ("decorrelation", "C2")):
-            ax.plot(group["epoch"], group[column], color=colour, alpha=alpha, label=label(column))
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("value")
-    title = f"ICLFS training ({training_history['schedule'].iloc[0]}, {training_history['device'].iloc[0]}"
-    ax.set_title(title + (f", {members} members)" if members > 1 else ")"))
-    ax.legend()
-    fig.tight_layout()
-    return fig
+    return training_loss_figure(training_history)

@@ -7,7 +7,7 @@ import pandas as pd
 import torch
 
 from iclfs.method.config import ConsensusConfig, TrainingConfig, ViewConfig
-from iclfs.method.consensus import member_settings, plan_members
+from iclfs.method.members import member_settings, plan_members
 from iclfs.method.training import first_epoch_masks
 from iclfs.method.views import apply_masks, keep_count, pair_counts
 

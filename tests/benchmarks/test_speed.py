@@ -1,0 +1,264 @@
+"""The speed benchmark command: target checks, the default selection's timing, and one tiny real run."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import scipy.io
+
+from benchmarks import speed
+
+
+@pytest.fixture(autouse=True)
+def _one_thread(monkeypatch):
+    """Tiny tensors on a shared 2-core machine: one torch thread here and in every worker subprocess
+    (OMP_NUM_THREADS) avoids OpenMP spin contention, which makes these runs ten times slower."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    # The command's own reference rate: a small product is enough here (the workers measure theirs).
+    rate = speed.matmul_gflops
+    monkeypatch.setattr(speed, "matmul_gflops", lambda device, size=256, repeats=2: rate(device, size, repeats))
+    yield
+    torch.set_num_threads(threads)
+
+
+def _result(seconds: float, gib: float, gflop: float | None = None, kernel: str = "fused",
+            rate: float | None = None) -> dict:
+    """A worker's row; the fast worker (gflop given) measures the matmul rate around its epochs."""
+    return {"source": "x.mat", "d": 5966, "n": 102, "regime": "small", "median_seconds": seconds,
+            "peak_rss_bytes": gib * 2**30, "flops_per_epoch": None if gflop is None else gflop * 1e9,
+            "estimated_bytes": 2**30, "attention_kernel": kernel, "precision": "fp32",
+            "matmul_gflops": rate if rate is not None or gflop is None else 100.0,
+            "loss_block_rows": None if gflop is None else 5966}
+
+
+def _report(date: str = "2026-11-22 09:00 UTC", rate: float = 100.0) -> dict:
+    env = {"date": date, "machine": "x86_64", "cpu_threads": 2, "device": "cpu", "torch": "2", "python": "3.11",
+           "matmul_gflops": rate, "command": "python -m benchmarks.speed"}
+    return {"environment": env, "datasets": [
+        {"name": "arcene", "paper": _result(40.0, 4.0), "fast": _result(10.0, 1.6, gflop=750.0)},
+        {"name": "Prostate_GE", "paper": _result(15.0, 1.8), "fast": _result(5.0, 1.0, gflop=300.0)},
+    ], "sweep_d": [], "sweep_n": []}
+
+
+def test_targets_are_checked_with_values_and_verdicts():
+    report = _report()
+    report["datasets"][0]["attention_seconds"] = {"fused": 2.0, "blocked": 2.5}
+    text = speed.render(report, notes="Why Prostate_GE misses.")
+    assert "| arcene | 102 x 5966 | 2.00 | 2.50 | fused | fused |" in text
+    assert "- arcene: speed-up 4.00x (target >= 1.80x): met" in text
+    assert "- arcene: share of the matmul rate 75 % (target >= 70 %): met" in text  # 750 GFLOP / 10 s / 100
+    assert "- arcene: peak memory fast / paper 0.40 (target <= 0.50): met" in text
+    assert "- Prostate_GE: speed-up 3.00x (target >= 5.00x): missed" in text
+    assert text.rstrip().endswith("## Analysis\n\nWhy Prostate_GE misses.")
+
+
+def test_share_is_judged_against_the_rate_the_fast_worker_measured():
+    report = _report(rate=100.0)  # the rate at the start of the run
+    report["datasets"][0]["fast"]["matmul_gflops"] = 125.0  # arcene's worker measured more, later
+    text = speed.render(report)
+    assert "- arcene: share of the matmul rate 60 % (target >= 70 %): missed" in text  # 750 GFLOP / 10 s / 125
+    assert "| 750 | 75.0 | 125.0 | 60% |" in text
+    assert "| 300 | 60.0 | 100.0 | 60% |" in text  # Prostate_GE: its worker's 100 GFLOP/s
+    assert "| fused | 5966 | fp32 |" in text  # the InfoNCE block rows the fast worker used
+
+
+@pytest.mark.parametrize(("device", "memory"), [("cpu", "peak RSS"), ("NVIDIA H200", "max allocated CUDA memory")])
+def test_render_names_the_memory_the_device_reports(device, memory):
+    """On CUDA the environment's device is the card's name, and memory is the allocator's peak."""
+    report = _report()
+    report["environment"]["device"] = device
+    text = speed.render(report)
+    assert f"whole process's {memory} " in text
+    assert ("## Targets" in text) is (device == "cpu")  # the targets are CPU targets
+
+
+@pytest.mark.parametrize(("epochs", "run"), [(1, 1), (2, 3)])
+def test_cpu_epochs_are_timed_after_a_warm_up_unless_there_is_one(monkeypatch, epochs, run):
+    """On CPU one epoch of the largest sweep takes minutes: a single epoch is timed as it is."""
+    calls = []
+    step = speed.Trainer.step
+    monkeypatch.setattr(speed.Trainer, "step", lambda self: calls.append(1) or step(self))
+    result = speed.worker("synthetic:30x8", "fast", epochs, "cpu", False)
+    assert len(result["epoch_seconds"]) == epochs and len(calls) == run
+
+
+@pytest.mark.parametrize(("block_rows", "backward_products"), [(16, 4), (5, 5)])
+def test_flop_counter_counts_every_product_of_the_blocked_attention(block_rows, backward_products):
+    """Forward: q k^T and P v. Backward: dP, dq, and the dk and dv that accumulate
+    in place (addmm_), plus the weights' recomputation unless one block kept them."""
+    import torch
+
+    from iclfs.method.attention import blocked_attention
+
+    L, e = 16, 8
+    q, k, v = (torch.randn(L, e, requires_grad=True) for _ in range(3))
+    with speed.flop_counter() as counter:
+        blocked_attention(q, k, v, block_rows).sum().backward()
+    assert counter.get_total_flops() == (2 + backward_products) * 2 * L * L * e
+
+
+def test_flop_counter_counts_the_blocked_info_nce_backward():
+    import torch
+
+    from iclfs.method.losses import info_nce_with_negative
+
+    d, dz = 12, 4
+    za, zp, zn = (torch.randn(d, dz, requires_grad=True) for _ in range(3))
+    with speed.flop_counter() as counter:
+        info_nce_with_negative(za, zp, zn, 0.5, 5).backward()
+    products = 2 * d * d * dz
+    # forward logits; backward: the recomputed logits, grad_za, and grad_zp (addmm_)
+    assert counter.get_total_flops() == 4 * products
+
+
+@pytest.mark.slow
+def test_command_measures_both_schedules_a_sweep_and_the_selection_on_a_tiny_file(tmp_path):
+    rng = np.random.default_rng(0)
+    scipy.io.savemat(tmp_path / "tiny.mat", {"X": rng.normal(size=(12, 30)), "Y": np.arange(12)[:, None] % 2})
+    output = tmp_path / "performance.md"
+    speed.main(["--datasets", "tiny", "--datasets-dir", str(tmp_path), "--epochs", "1", "--sweep-d", "40",
+                "--sweep-n", "--selection-sizes", "60x12", "--output", str(output),
+                "--notes", str(tmp_path / "absent.md")])
+
+    report = json.loads(output.with_suffix(".json").read_text())
+    row = report["datasets"][0]
+    assert row["paper"]["attention_kernel"] == "literal" and row["fast"]["attention_kernel"] == "fused"
+    assert row["fast"]["flops_per_epoch"] > 0 and row["paper"]["median_seconds"] > 0
+    assert [(r["d"], r["n"]) for r in report["sweep_d"]] == [(40, 200)] and report["sweep_n"] == []
+    text = output.read_text()
+    assert "| tiny | 12 x 30 | small |" in text and "## Scale sweep over d" in text and "## Analysis" not in text
+    assert set(row["attention_seconds"]) == {"fused", "blocked"}
+    assert "| tiny | 12 x 30 | " in text.split("## Attention kernels")[1]
+    assert row["fast"]["precision"] == row["paper"]["precision"] == "fp32" and row["fast"]["threads"] >= 1
+    # the fast worker measures its own matmul reference around its epochs; paper's needs none
+    assert row["fast"]["matmul_gflops"] > 0 and row["paper"]["matmul_gflops"] is None
+    assert f"| {row['fast']['matmul_gflops']:.1f} | " in text
+    # the InfoNCE block the fast worker used: the CPU default, which holds all 30 rows of this tiny map
+    assert row["fast"]["loss_block_rows"] == 30 and row["paper"]["loss_block_rows"] is None
+    assert "| fused | 30 | fp32 |" in text
+    # the default selection, end to end, in its own process
+    [selection] = report["selection"]
+    assert "error" not in selection, selection
+    assert (selection["shape"], selection["d"], selection["n"], selection["device"]) == ("60x12", 60, 12, "cpu")
+    assert selection["members"] >= 1 and selection["epochs"] >= selection["members"]
+    section = text.split("## The default selection, end to end")[1]
+    assert f"| 60 x 12 | defaults | {selection['members']} | {selection['epochs']} | " in section
+
+
+def test_the_selection_worker_times_the_default_chain_on_a_tiny_shape():
+    result = speed.selection_worker("60x12", "cpu")
+    assert (result["shape"], result["d"], result["n"], result["device"]) == ("60x12", 60, 12, "cpu")
+    defaults = speed.Settings().consensus
+    assert result["members"] == defaults.members
+    expected_epochs = speed.Settings().training.epochs if defaults.members == 1 else defaults.members * \
+        defaults.member_epochs
+    assert result["epochs"] == expected_epochs
+    assert result["seconds"] >= result["training_seconds"] > 0
+    assert result["threads"] >= 1 and result["peak_rss_bytes"] > 0
+    json.dumps(result)  # what the subprocess prints
+
+
+def test_the_selection_section_shows_each_size_and_its_failures():
+    failed = {"shape": "not-a-shape", "error": ["ValueError: invalid literal for int() with base 10: 'not-a-shape'"]}
+    report = _report()
+    report["selection"] = [failed, {"shape": "60x12", "d": 60, "n": 12, "seconds": 3.4, "training_seconds": 2.6,
+                                    "members": 8, "epochs": 160, "device": "cpu", "threads": 2,
+                                    "peak_rss_bytes": 2**30}]
+    text = speed.render(report)
+    section = text.split("## The default selection, end to end")[1]
+    assert "| not-a-shape | defaults | failed: " in section
+    assert "| 60 x 12 | defaults | 8 | 160 | 3 | 3 | 1.00 | cpu | 2 |" in section
+    assert "## The default selection" not in speed.render(_report())  # no selection measured, no section
+
+
+def test_command_refuses_a_cpu_precision_before_measuring(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        speed.main(["--datasets", "--device", "cpu", "--precision", "bf16", "--sweep-d", "--sweep-n",
+                    "--selection-sizes", "--output", str(tmp_path / "p.md")])
+    assert "precision 'bf16' needs a CUDA device" in capsys.readouterr().err
+    assert not (tmp_path / "p.md").exists()
+
+
+def test_output_defaults_to_the_reports_folder():
+    _, args = speed.parse_arguments([])
+    assert args.output == "benchmarks/results/performance.md" and not args.add
+    assert args.selection_sizes == list(speed.SELECTION_SIZES) and args.datasets == list(speed.DEFAULT_DATASETS)
+    assert args.sweep_d == list(speed.SWEEP_D) and args.sweep_n == list(speed.SWEEP_N)
+
+
+def test_add_measures_only_what_it_names_and_needs_a_report(tmp_path, capsys):
+    output = tmp_path / "performance.md"
+    with pytest.raises(SystemExit):
+        speed.parse_arguments(["--add", "--selection-sizes", "60x12", "--output", str(output)])
+    assert f"--add adds rows to {tmp_path / 'performance.json'}, which does not exist" in capsys.readouterr().err
+    output.with_suffix(".json").write_text("{}")
+    _, args = speed.parse_arguments(["--add", "--selection-sizes", "60x12", "--output", str(output)])
+    assert (args.datasets, args.sweep_d, args.sweep_n, args.selection_sizes) == ([], [], [], ["60x12"])
+
+
+@pytest.mark.slow
+def test_added_rows_replace_their_namesakes_and_keep_the_rest(tmp_path):
+    output = tmp_path / "performance.md"
+    speed.main(["--datasets", "--sweep-d", "--sweep-n", "--selection-sizes", "60x12", "70x12",
+                "--output", str(output), "--notes", str(tmp_path / "absent.md")])
+    first = json.loads(output.with_suffix(".json").read_text())
+    speed.main(["--add", "--selection-sizes", "70x12", "--output", str(output),
+                "--notes", str(tmp_path / "absent.md")])
+    report = json.loads(output.with_suffix(".json").read_text())
+    assert [r["shape"] for r in report["selection"]] == ["60x12", "70x12"]
+    assert report["selection"][0] == first["selection"][0] and report["selection"][1] != first["selection"][1]
+    assert report["sweep_d"] == first["sweep_d"] and report["environment"]["command"] == first["environment"]["command"]
+    [added] = report["environment"]["added"]
+    assert added["command"].endswith("--add --selection-sizes 70x12 --output " + str(output) +
+                                     " --notes " + str(tmp_path / "absent.md"))
+    text = output.read_text()
+    assert f"Rows added {added['date']}" in text and added["command"] in text
+    assert "| 70 x 12 | defaults | " in text.split("## The default selection, end to end")[1]
+    # the same size with other settings is a row of its own
+    blocks = "consensus.feature_blocks=2,training.epochs=3"
+    speed.main(["--add", "--selection-sizes", "70x12", "--selection-settings", blocks, "--output", str(output),
+                "--notes", str(tmp_path / "absent.md")])
+    report = json.loads(output.with_suffix(".json").read_text())
+    assert [(r["shape"], r["overrides"]) for r in report["selection"]] == [("60x12", ""), ("70x12", ""),
+                                                                          ("70x12", blocks)]
+    assert report["selection"][2]["epochs"] == 2 * 3  # two networks, three epochs each
+    assert f"| 70 x 12 | `{blocks}` | 1 | 6 | " in output.read_text()
+
+
+@pytest.mark.slow
+def test_a_worker_reports_its_own_peak_memory_not_its_parents(tmp_path):
+    """ru_maxrss carries the parent's peak across fork + exec; the worker must not."""
+    ballast = bytearray(600 * 2**20)  # the parent holds 600 MiB when it starts the worker
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    result = speed.run_worker("synthetic:40x12", "fast", 1, "cpu", False)
+    del ballast
+    assert "error" not in result, result
+    assert result["rss_before_training_bytes"] < 500 * 2**20
+    assert result["rss_before_training_bytes"] <= result["peak_rss_bytes"]
+
+
+def test_the_cost_section_compares_a_consensus_with_one_run_on_a_file(tmp_path):
+    import scipy.io
+
+    X = np.random.default_rng(0).normal(size=(12, 60))
+    scipy.io.savemat(tmp_path / "toy.mat", {"X": X, "Y": np.arange(12) % 2})
+    one = speed.selection_worker(str(tmp_path / "toy.mat"), "cpu",
+                                 "consensus.members=1,training.epochs=2,selection.k=5,selection.k_values=[5]")
+    settings = "consensus.members=8,consensus.member_epochs=1"
+    other = speed.selection_worker(str(tmp_path / "toy.mat"), "cpu", f"{settings},selection.k=5,selection.k_values=[5]")
+    assert (one["d"], one["n"], one["members"], one["epochs"]) == (60, 12, 1, 2)
+    assert (other["members"], other["epochs"]) == (8, 8)
+    report = {**_report(), "cost": [
+        {"name": "toy", "consensus_settings": settings, "one_run": one, "consensus": other},
+        {"name": "bad", "consensus_settings": settings, "one_run": {"error": ["boom"]}, "consensus": other}]}
+    section = speed.render(report).split("## A consensus against one run")[1]
+    ratio = other["seconds"] / one["seconds"]
+    assert (f"| toy | 12 x 60 | `{settings}` | {one['seconds']:.0f} | {other['seconds']:.0f} | {ratio:.2f} | "
+            "2 / 8 |") in section
+    assert f"| bad | failed: ['boom'] | `{settings}` |" in section
