@@ -44,8 +44,8 @@ def benchmark_datasets(conf: Path | None = None) -> tuple[str, ...]:
     """``benchmark.datasets`` of the project's conf whose ``.mat`` file exists, in conf order.
 
     Read as Kedro reads conf (base, then local). A dataset whose file is in
-    none of ``benchmark.folders`` is left out and named in a debug log line (every kedro command builds the registry); the report
-    lists it as not run.
+    none of ``benchmark.folders`` is left out and named in a debug log line
+    (every kedro command builds the registry); the report lists it as not run.
     """
     from kedro.framework.project import settings
 

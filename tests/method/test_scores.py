@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iclfs.method import config
-from iclfs.method.scores import SCORE_NAMES, feature_order, feature_scores, rank_positions, rank_score
+from iclfs.method.scores import SCORE_NAMES, feature_order, feature_scores, rank_positions
 
 
 def naive_norms(M):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 
 import numpy as np
 import pytest
@@ -12,7 +11,6 @@ import torch.nn.functional as F
 
 from iclfs.method.config import RuntimeConfig, TrainingConfig, ViewConfig
 from iclfs.method.losses import loss_block_rows
-from iclfs.method.model import REGIMES
 from iclfs.method.replay import paper_step
 from iclfs.method.runtime import (
     BLOCKED_ATTENTION_MIN_SAMPLES,

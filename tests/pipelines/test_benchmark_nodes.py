@@ -16,7 +16,7 @@ from iclfs.pipeline_registry import benchmark_datasets
 from iclfs.pipelines.benchmark import create_baselines_pipeline, create_pipeline
 from iclfs.pipelines.benchmark.nodes import benchmark_metrics, evaluate_baselines, evaluate_iclfs
 from iclfs.pipelines.benchmark_report import create_pipeline as create_report_pipeline
-from iclfs.pipelines.benchmark_report.nodes import build, collect_cells
+from iclfs.pipelines.benchmark_report.nodes import build_benchmark_report, collect_cells
 from tests.evaluation.cells import cell
 
 DATASETS = ("COIL20", "warpPIE10P")
@@ -257,7 +257,7 @@ def test_build_compares_the_projects_settings_and_names_missing_files(tmp_path):
     default = method_name(Settings())
     results = gather({"a": _cell(default, 42, [0.6, 0.5]), "b": _cell("LS", 42, [0.5, 0.4]),
                       "c": _cell("LS", 42, [0.4, 0.4], dataset="arcene")})
-    report, figures = build(results, parameters, {"datasets": ["COIL20", "arcene", "nci9"],
+    report, figures = build_benchmark_report(results, parameters, {"datasets": ["COIL20", "arcene", "nci9"],
                                                   "folders": [str(tmp_path), str(tmp_path / "validation")]},
                             {"seeds": [42, 43]})
     try:

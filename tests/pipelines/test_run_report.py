@@ -150,7 +150,7 @@ def test_with_labels_the_report_has_accuracy_and_coloured_pca(inputs):
 
 def test_without_labels_the_report_says_no_labels(inputs):
     inputs["labels"] = {"classes": [], "codes": []}
-    inputs["evaluation_table"] = pd.DataFrame({"k": [3, 6]})  # what evaluate_selection writes without labels
+    inputs["evaluation_table"] = pd.DataFrame({"k": [3, 6]})  # what evaluate_with_kmeans writes without labels
     page = report.run_report(**inputs)
     accuracy = section(page, "accuracy")
     assert report.NO_LABELS in accuracy and "<img" not in accuracy

@@ -21,6 +21,7 @@ import pandas as pd
 from iclfs import baselines
 from iclfs.evaluation.protocol import kmeans_scores
 from iclfs.method.config import ConsensusConfig, RuntimeConfig, Settings
+
 # Letters of the paper's progressive ablation names, in the paper's order.
 _ABLATION_LETTERS = ("L", "D", "A", "R")
 RESULT_COLUMNS = ["dataset", "method", "seed", "k", "accuracy_mean", "accuracy_std", "nmi_mean", "nmi_std", "n_runs",

@@ -225,7 +225,8 @@ def baseline_fidelity(results: pd.DataFrame, spec: ReportSpec) -> list[str]:
             status, diff = target_status(ours.mean / 100, dataset, spec.target_points, name)
             met[name][1] += 1
             met[name][0] += status.startswith("met")
-            cells.append(f"{ours.cell()} / {paper.accuracy:.2f} ({diff:+.2f}{'' if status.startswith('met') else ' ✗'})")
+            mark = "" if status.startswith("met") else " ✗"
+            cells.append(f"{ours.cell()} / {paper.accuracy:.2f} ({diff:+.2f}{mark})")
         lines.append(f"| {dataset} | " + " | ".join(cells) + " |")
     tally = ", ".join(f"{name} {won} of {of}" for name, (won, of) in met.items() if of)
     return lines + ["", "Each cell: ours (mean ± std over the seeds, their number) / the paper's, and ours minus "

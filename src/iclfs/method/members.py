@@ -28,7 +28,6 @@ from .model import select_regime
 from .scores import embed, feature_scores, rank_score
 from .training import TrainingResult, train
 
-
 FEATURE_BLOCK_STREAM = 1  # tags the seed stream that deals a member's features into blocks
 
 
@@ -127,10 +126,11 @@ def train_member(A: np.ndarray, plan: MemberPlan, training: TrainingConfig, epoc
                  runtime: RuntimeConfig, progress_bar=None) -> Member:
     """Train one member's networks on its samples and score every feature (eval mode, on those samples).
 
-    The member's scores are the paper's four (method.md §5). With feature blocks, each network scores its own block, and the member's
-    score of a feature is its rank score within its block (1 = the block's
-    best, 0 = its worst): scores of networks trained apart are on scales of
-    their own, so only their order is carried over.
+    The member's scores are the paper's four (method.md §5). With feature
+    blocks, each network scores its own block, and the member's score of a
+    feature is its rank score within its block (1 = the block's best, 0 = its
+    worst): scores of networks trained apart are on scales of their own, so
+    only their order is carried over.
     """
     started = time.perf_counter()
     A_member = A if plan.samples is None else np.ascontiguousarray(A[:, plan.samples])

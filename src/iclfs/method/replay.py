@@ -35,6 +35,7 @@ from .losses import full_precision, unit_rows
 from .runtime import ForwardContext
 from .views import ViewMasks, Views, keep_count, mask_from_positions, pair_counts
 
+
 def info_nce_dense(
     z_anchor: torch.Tensor, z_positive: torch.Tensor, z_negative: torch.Tensor, temperature: float = 0.05
 ) -> torch.Tensor:

@@ -21,7 +21,7 @@ def collect_cells(benchmark_cells: Partitions, published_cells: Partitions) -> p
     return gather({**partitions(published_cells), **partitions(benchmark_cells)})
 
 
-def build(benchmark_results: pd.DataFrame, parameters: dict, benchmark: dict,
+def build_benchmark_report(benchmark_results: pd.DataFrame, parameters: dict, benchmark: dict,
           benchmark_report: dict) -> tuple[str, dict[str, plt.Figure]]:
     """The Markdown report and one figure per dataset with results.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kedro.pipeline import Node, Pipeline
 
-from .nodes import build, collect_cells
+from .nodes import build_benchmark_report, collect_cells
 
 
 def create_pipeline(**kwargs) -> Pipeline:
@@ -12,7 +12,8 @@ def create_pipeline(**kwargs) -> Pipeline:
         [
             Node(collect_cells, inputs=["benchmark_cells", "published_cells"], outputs="benchmark_results",
                  name="collect_cells"),
-            Node(build, inputs=["benchmark_results", "parameters", "params:benchmark", "params:benchmark_report"],
+            Node(build_benchmark_report,
+                 inputs=["benchmark_results", "parameters", "params:benchmark", "params:benchmark_report"],
                  outputs=["benchmark_report", "benchmark_figures"], name="build_report"),
         ],
         tags="benchmark_report",

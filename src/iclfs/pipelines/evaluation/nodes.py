@@ -14,7 +14,7 @@ from iclfs.pipelines.frames import selections as selections_of
 METRICS = ("accuracy_mean", "accuracy_std", "nmi_mean", "nmi_std", "informative_recall")
 
 
-def evaluate_selection(
+def evaluate_with_kmeans(
     standardized_data: np.ndarray,
     labels: dict,
     selected_features: pd.DataFrame,

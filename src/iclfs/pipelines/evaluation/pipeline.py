@@ -1,17 +1,17 @@
 from kedro.pipeline import Node, Pipeline
 
-from .nodes import evaluate_selection, plot_accuracy_vs_k, summarize_evaluation
+from .nodes import evaluate_with_kmeans, plot_accuracy_vs_k, summarize_evaluation
 
 
 def create_pipeline(**kwargs) -> Pipeline:
     return Pipeline(
         [
             Node(
-                evaluate_selection,
+                evaluate_with_kmeans,
                 inputs=["standardized_data", "labels", "selected_features", "ground_truth",
                         "params:evaluation", "params:seed"],
                 outputs="evaluation_table",
-                name="evaluate_selection",
+                name="evaluate_with_kmeans",
             ),
             Node(summarize_evaluation, inputs="evaluation_table",
                  outputs=["evaluation_summary", "evaluation_metrics"], name="summarize_evaluation"),

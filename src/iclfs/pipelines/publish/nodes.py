@@ -8,8 +8,8 @@ import pandas as pd
 
 from iclfs.method.config import SelectionConfig
 from iclfs.method.k_choice import choose_k
-from iclfs.method.stability import compare_selections
 from iclfs.method.preprocessing import DataValidationError, FeatureTable, as_numeric_matrix
+from iclfs.method.stability import compare_selections
 from iclfs.pipelines.figures import score_distribution_figure
 from iclfs.pipelines.frames import frequencies, selections
 from iclfs.pipelines.publish import report
