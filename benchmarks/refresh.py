@@ -1,42 +1,122 @@
 """The refresh simulation: a scheduled ``select`` on a data source whose samples change every night.
 
-    python -m benchmarks.refresh train --datasets lung_small ORL --refreshes 20
+    python -m benchmarks.refresh train --datasets lung_small ORL warpPIE10P --refreshes 20
+    python -m benchmarks.refresh train --datasets drift --refreshes 45
+    python -m benchmarks.refresh study       # the carried consensus's settings, by the rule below
+    python -m benchmarks.refresh report      # every method on every dataset, the targets
 
-``train`` runs the expensive part once: for each deployment (its own seed)
-and refresh r, it draws a fresh random 90 % of the samples, and trains the
-refresh's one ICLFS run on them with the seed a carried history gives its
-member number r (:func:`iclfs.method.history.member_seed`). It keeps each
-run's scores, its samples, its seed and its time in one file per dataset
-and deployment, adding to it refresh by refresh, so a killed run resumes
-where it stopped. That run is both the method "one run per refresh" and the
-carried consensus's new member, so it is never trained twice.
+**Train** (the expensive part, once). For each deployment (its own seed) and
+refresh r, a fresh random 90 % of the samples is drawn, and the refresh's one
+ICLFS run (the default settings) is trained on it with the seed a carried
+history gives its member number r (:func:`iclfs.method.history.member_seed`).
+That run is both the method "one run per refresh" and the carried
+consensus's new member, so it is never trained twice. Its scores, samples,
+seed and time go to one file per dataset and deployment, refresh by refresh,
+so a killed run resumes where it stopped.
+
+**Lists.** At every refresh every method hands on its list at every k of the
+grid, selected from that refresh's table: one run (its own order through
+LGRC on the refresh's Laplacian scores), the carried consensus (every member
+kept, combined by :func:`iclfs.method.history.combine_history`, then LGRC as
+for one run), the Laplacian score, and NDFS given the number of classes and
+seeded by the deployment. Per refresh and method a cell records: the
+Jaccard index and Nogueira's Φ of the k = 50 list against the previous
+refresh's, the same between the two deployments' lists at that refresh, and
+the list's k-means accuracy on that refresh's table (method.md §8: the best
+k's mean over 20 runs).
+
+**The drift case.** A synthetic table (the embedded default's generator, 200
+x 400, 30 informative features) whose informative features change at refresh
+10 (a second table with the same feature names, drawn from another seed). The
+carried list passes when at least half the new informative features are in
+its first 50 within two half-lives of the change: at some refresh 10 + t,
+t <= 2 half-lives.
+
+**The study** (its rule fixed before any carried list was computed). The
+candidates are every combination of the rule (``mean_rank``, ``frequency``),
+the half-life in refreshes (4, 8, 16, infinite) and the cap on the members
+kept (16, 64). They are judged on the validation sets simulated (lung_small,
+ORL and madelon) and the drift case:
+
+1. Only a candidate that passes the drift case in both deployments can win.
+2. On each validation set a candidate earns a point for each of:
+   *steadiness*, the mean over both deployments and the refreshes from the
+   fifth on of the Jaccard@50 with the previous list is at least 0.9;
+   *agreement*, the Jaccard@50 between the two deployments' last lists is at
+   least 0.4; *accuracy*, the last list's accuracy (mean of the two
+   deployments) is at or above the mean over refreshes and deployments of
+   one run's.
+3. The most points wins; a tie goes to the higher mean over the validation
+   sets of the deployments' last agreement, then to the shorter half-life,
+   then to the smaller cap, then to ``mean_rank``.
+4. Carrying is on by default in ``select`` when the winner earns the accuracy
+   point on at least two of the three validation sets and its steadiness is
+   above one run's on all three.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import math
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
+from iclfs.baselines.graph import ndfs_scores
+from iclfs.evaluation.protocol import best_k, evaluate_selections
 from iclfs.io.synthetic import make_synthetic
-from iclfs.io.tables import read_feature_table
-from iclfs.method.config import ConsensusConfig, RuntimeConfig, TrainingConfig, ViewConfig
-from iclfs.method.consensus import train_members
-from iclfs.method.history import member_seed
+from iclfs.io.tables import find_dataset, read_feature_table
+from iclfs.method.chain import k_values_for, select
+from iclfs.method.config import ConsensusConfig, RuntimeConfig, SelectionConfig, TrainingConfig, ViewConfig
+from iclfs.method.history import MemberHistory, combine_history, member_seed
+from iclfs.method.laplacian import laplacian_scores
+from iclfs.method.members import train_members
 from iclfs.method.preprocessing import FeatureTable, invert, prepare
+from iclfs.method.scores import feature_order
+from iclfs.method.stability import jaccard, nogueira_of
 
-STORE = "data/08_reporting/benchmark/refresh"
+HERE = Path(__file__).resolve().parent
+STORE = "data/08_reporting/benchmark/refresh"  # the members trained here
+PUBLISHED = HERE / "results" / "refresh"  # the published members, the cells and the report beside them
 DATA_DIRS = ("../shared/datasets", "../shared/validation")
 KEEP = 0.9  # each refresh keeps this share of the samples
 DRAW_STREAM = 2  # tags the seed stream of a refresh's sample draw
 DRIFT = "drift"  # the synthetic drift case: its informative features change at DRIFT_AT
 DRIFT_AT = 10
+DEPLOYMENTS = (42, 43)
+VALIDATION = ("lung_small", "ORL", "madelon")
+REPORTED = ("lung_small", "ORL", "warpPIE10P", "Prostate_GE", "ALLAML", "madelon")
+K = 50  # the list the stability targets compare
+STEADY_FROM = 5  # refreshes counted from 1: steadiness from the fifth refresh on
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """Settings of the carried consensus."""
+
+    rule: str
+    half_life: float
+    max_members: int
+
+    @property
+    def name(self) -> str:
+        life = "inf" if math.isinf(self.half_life) else f"{self.half_life:g}"
+        return f"carried ({self.rule}, half-life {life}, cap {self.max_members})"
+
+
+CANDIDATES = tuple(Candidate(rule, half_life, cap) for rule in ("mean_rank", "frequency")
+                   for half_life in (4.0, 8.0, 16.0, math.inf) for cap in (16, 64))
+
+
+# -- tables and members ----------------------------------------------------------------------------
 
 
 def drift_tables() -> tuple[FeatureTable, FeatureTable]:
@@ -45,15 +125,11 @@ def drift_tables() -> tuple[FeatureTable, FeatureTable]:
     return make_synthetic(**shape, seed=11), make_synthetic(**shape, seed=12)
 
 
-def load_table(dataset: str, refresh: int, data_dirs) -> FeatureTable:
+def load_table(dataset: str, refresh: int, data_dirs: Sequence[str]) -> FeatureTable:
     if dataset == DRIFT:
         before, after = drift_tables()
         return before if refresh < DRIFT_AT else after
-    for directory in data_dirs:
-        path = Path(directory) / f"{dataset}.mat"
-        if path.is_file():
-            return read_feature_table(path)
-    raise FileNotFoundError(f"{dataset}.mat is in none of {', '.join(map(str, data_dirs))}")
+    return read_feature_table(find_dataset(dataset, data_dirs))
 
 
 def refresh_samples(n_samples: int, deployment: int, refresh: int) -> np.ndarray:
@@ -62,8 +138,13 @@ def refresh_samples(n_samples: int, deployment: int, refresh: int) -> np.ndarray
     return np.sort(rng.choice(n_samples, size=round(KEEP * n_samples), replace=False))
 
 
+def refresh_table(table: FeatureTable, samples: np.ndarray) -> FeatureTable:
+    y = None if table.y is None else np.asarray(table.y)[samples]
+    return FeatureTable(X=np.asarray(table.X)[samples], y=y, feature_names=table.feature_names, source=table.source)
+
+
 def members_path(store: Path, dataset: str, deployment: int) -> Path:
-    return store / dataset / f"members_seed_{deployment}.npz"
+    return Path(store) / dataset / f"members_seed_{deployment}.npz"
 
 
 def read_members(path: Path) -> dict[str, np.ndarray]:
@@ -73,22 +154,28 @@ def read_members(path: Path) -> dict[str, np.ndarray]:
         return {key: content[key] for key in content.files}
 
 
-def write_members(path: Path, members: dict[str, np.ndarray]) -> None:
+def write_atomically(path: Path, content: bytes) -> None:
     """Whole or not at all: a temporary file beside it, renamed when complete."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(content)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_members(path: Path, members: dict[str, np.ndarray]) -> None:
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **members)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".partial", dir=path.parent)
-    with os.fdopen(handle, "wb") as out:
-        out.write(buffer.getvalue())
-    os.replace(temporary, path)
+    write_atomically(path, buffer.getvalue())
 
 
 def train_refresh(table: FeatureTable, samples: np.ndarray, seed: int, threads: int) -> tuple[np.ndarray, float]:
     """One ICLFS run with the default settings on ``samples``: its z-norm scores and its seconds."""
-    y = None if table.y is None else np.asarray(table.y)[samples]
-    X = np.asarray(table.X)[samples]
-    prepared = prepare(FeatureTable(X=X, y=y, feature_names=table.feature_names, source=table.source))
+    prepared = prepare(refresh_table(table, samples))
     runtime = RuntimeConfig(progress=False, num_threads=threads)
     (member,) = train_members(invert(prepared.standardized), TrainingConfig(), ViewConfig(), runtime,
                               ConsensusConfig(), seed)
@@ -106,31 +193,261 @@ def train(datasets, refreshes: dict[str, int], deployments, store: Path, data_di
                 table = load_table(dataset, refresh, data_dirs)
                 samples = refresh_samples(np.asarray(table.X).shape[0], deployment, refresh)
                 seed = member_seed(deployment, refresh)
-                started = time.time()
                 scores, seconds = train_refresh(table, samples, seed, threads)
                 members.update({f"scores_{refresh}": scores, f"samples_{refresh}": samples,
                                 f"seed_{refresh}": np.array(seed, dtype=np.int64),
                                 f"seconds_{refresh}": np.array(seconds)})
                 write_members(path, members)
-                print(f"{dataset} deployment {deployment} refresh {refresh}: {seconds:.1f} s "
-                      f"({time.time() - started:.1f} s with preparation)", flush=True)
+                print(f"{dataset} deployment {deployment} refresh {refresh}: {seconds:.1f} s", flush=True)
+
+
+# -- lists --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Refresh:
+    """One refresh of one deployment: its table and what every method selected from it."""
+
+    number: int  # counted from 1
+    X: np.ndarray  # standardized
+    codes: np.ndarray | None
+    names: list[str]
+    informative: list[int] | None
+    selections: dict[str, dict[int, np.ndarray]]  # method -> k -> indices
+    seconds: float  # the refresh's one run
+
+
+def refresh_runs(dataset: str, deployment: int, store: Path, data_dirs: Sequence[str],
+                 candidates: Sequence[Candidate], baselines: bool = True) -> list[Refresh]:
+    """Every refresh of one deployment, with the lists of one run, the candidates and (``baselines``) LS and NDFS."""
+    members = read_members(members_path(store, dataset, deployment))
+    count = len([key for key in members if key.startswith("scores_")])
+    if count == 0:
+        raise FileNotFoundError(f"{members_path(store, dataset, deployment)}: no trained refresh; run train first")
+    histories = {c: MemberHistory() for c in candidates}
+    out = []
+    for r in range(count):
+        table = load_table(dataset, r, data_dirs)
+        samples = members[f"samples_{r}"]
+        prepared = prepare(refresh_table(table, samples))
+        X, names = prepared.standardized, list(prepared.feature_names)
+        grid = k_values_for(SelectionConfig(), X.shape[1])
+        ls = laplacian_scores(X, 3)
+        scores = members[f"scores_{r}"]
+        seed = int(members[f"seed_{r}"])
+        selections = {"ICLFS, one run per refresh": select(feature_order(scores), ls, SelectionConfig(), grid)}
+        for candidate in candidates:
+            history = histories[candidate].add_run([(seed, names, scores, 0.0, "")], candidate.max_members)
+            histories[candidate] = history
+            carried = combine_history(history, names, candidate.half_life, grid, candidate.rule)
+            selections[candidate.name] = select(carried.order, ls, SelectionConfig(), grid)
+        if baselines:
+            selections["LS"] = {k: np.argsort(ls, kind="stable")[:k] for k in grid}
+            if prepared.labels is not None:
+                ndfs = ndfs_scores(X.astype(np.float64), len(np.unique(prepared.labels)), random_state=deployment)
+                selections["NDFS"] = {k: feature_order(ndfs)[:k] for k in grid}
+        informative = None
+        if table.informative_features is not None:
+            informative = [names.index(table.feature_names[j]) for j in table.informative_features]
+        out.append(Refresh(r + 1, X, prepared.labels, names, informative, selections,
+                           float(members[f"seconds_{r}"])))
+    return out
+
+
+def accuracy(refresh: Refresh, method: str) -> tuple[float, int]:
+    """The best k's mean k-means accuracy (method.md §8) of ``method``'s lists on the refresh's table, and that k."""
+    rows = evaluate_selections(refresh.X, refresh.codes, refresh.selections[method], n_runs=20, seed=42)
+    best = best_k(rows)
+    return float(best["accuracy_mean"]), int(best["k"])
+
+
+def names_at(refresh: Refresh, method: str, k: int = K) -> list[str]:
+    return [refresh.names[j] for j in refresh.selections[method][k]]
+
+
+def phi(a: Sequence[str], b: Sequence[str], universe: Sequence[str]) -> float:
+    return nogueira_of([a, b], universe).phi
+
+
+def cells(dataset: str, runs: dict[int, list[Refresh]], methods: Sequence[str],
+          with_accuracy: bool = True) -> dict[str, pd.DataFrame]:
+    """``{<dataset>/<method slug>/seed_<deployment>: one row per refresh}`` for every method."""
+    from iclfs.evaluation.benchmark import slug
+
+    first, second = (runs[d] for d in DEPLOYMENTS)
+    out = {}
+    for deployment, mine in runs.items():
+        other = second if deployment == DEPLOYMENTS[0] else first
+        for method in methods:
+            rows = []
+            for i, refresh in enumerate(mine):
+                current = names_at(refresh, method)
+                row = {"dataset": dataset, "method": method, "deployment": deployment, "refresh": refresh.number,
+                       "k": K, "n_samples": refresh.X.shape[0], "n_features": refresh.X.shape[1],
+                       "seconds": refresh.seconds if method.startswith(("ICLFS", "carried")) else np.nan}
+                if i > 0:
+                    previous = names_at(mine[i - 1], method)
+                    row["jaccard_previous"] = jaccard(previous, current)
+                    row["phi_previous"] = phi(previous, current, refresh.names)
+                if i < len(other):
+                    theirs = names_at(other[i], method)
+                    row["jaccard_deployments"] = jaccard(theirs, current)
+                    row["phi_deployments"] = phi(theirs, current, refresh.names)
+                if refresh.informative is not None:
+                    chosen = set(refresh.selections[method][K].tolist())
+                    row["informative_at_50"] = len(set(refresh.informative) & chosen)
+                if with_accuracy and refresh.codes is not None:
+                    row["accuracy"], row["best_k"] = accuracy(refresh, method)
+                row["selected"] = " ".join(map(str, refresh.selections[method][K]))
+                rows.append(row)
+            out[f"{dataset}/{slug(method)}/seed_{deployment}"] = pd.DataFrame(rows)
+    return out
+
+
+# -- the study ------------------------------------------------------------------------------------------
+
+
+def steadiness(table: pd.DataFrame) -> float:
+    """Mean Jaccard@50 with the previous list from the fifth refresh on, over the deployments' rows."""
+    return float(table.loc[table["refresh"] >= STEADY_FROM, "jaccard_previous"].mean())
+
+
+def last_agreement(table: pd.DataFrame) -> float:
+    return float(table.loc[table["refresh"] == table["refresh"].max(), "jaccard_deployments"].mean())
+
+
+def last_accuracy(table: pd.DataFrame) -> float:
+    return float(table.loc[table["refresh"] == table["refresh"].max(), "accuracy"].mean())
+
+
+def drift_passes(table: pd.DataFrame, half_life: float, informative: int = 30) -> tuple[bool, int | None]:
+    """Whether, in every deployment, the list holds at least half the new informative features within
+    two half-lives of the change; and the latest refresh (counted from the change) it first did so."""
+    latest = 0
+    for _, rows in table.groupby("deployment"):
+        after = rows[rows["refresh"] > DRIFT_AT].sort_values("refresh")
+        hit = after[after["informative_at_50"] >= informative / 2]
+        if hit.empty:
+            return False, None
+        t = int(hit["refresh"].iloc[0]) - (DRIFT_AT + 1)
+        latest = max(latest, t)
+        if t > 2 * half_life:
+            return False, latest
+    return True, latest
+
+
+def study_table(store: Path, data_dirs: Sequence[str]) -> pd.DataFrame:
+    """Every candidate's measures and points (module docstring, "The study")."""
+    one = "ICLFS, one run per refresh"
+    rows = []
+    drift_runs = {d: refresh_runs(DRIFT, d, store, data_dirs, CANDIDATES, baselines=False) for d in DEPLOYMENTS}
+    drift = pd.concat(cells(DRIFT, drift_runs, [c.name for c in CANDIDATES], with_accuracy=False).values())
+    per_dataset = {}
+    for dataset in VALIDATION:
+        runs = {d: refresh_runs(dataset, d, store, data_dirs, CANDIDATES, baselines=False) for d in DEPLOYMENTS}
+        table = pd.concat(cells(dataset, runs, [one], with_accuracy=True).values())
+        final = {d: runs[d][-1] for d in DEPLOYMENTS}
+        measured = pd.concat(cells(dataset, runs, [c.name for c in CANDIDATES], with_accuracy=False).values())
+        per_dataset[dataset] = (table, final, measured)
+    for candidate in CANDIDATES:
+        passes, latest = drift_passes(drift[drift["method"] == candidate.name], candidate.half_life)
+        row = {"candidate": candidate.name, "rule": candidate.rule, "half_life": candidate.half_life,
+               "max_members": candidate.max_members, "drift": passes, "drift_refreshes": latest}
+        points = 0
+        for dataset, (one_table, final, measured) in per_dataset.items():
+            mine = measured[measured["method"] == candidate.name]
+            steady, agree = steadiness(mine), last_agreement(mine)
+            acc = float(np.mean([accuracy(final[d], candidate.name)[0] for d in DEPLOYMENTS]))
+            reference = float(one_table["accuracy"].mean())
+            earned = {"steady": steady >= 0.9, "agree": agree >= 0.4, "accuracy": acc >= reference}
+            points += sum(earned.values())
+            row.update({f"{dataset}.steadiness": steady, f"{dataset}.agreement": agree, f"{dataset}.accuracy": acc,
+                        f"{dataset}.one_run_accuracy": reference,
+                        f"{dataset}.one_run_steadiness": steadiness(one_table),
+                        **{f"{dataset}.{key}": value for key, value in earned.items()}})
+        row["points"] = points
+        row["mean_agreement"] = float(np.mean([row[f"{d}.agreement"] for d in VALIDATION]))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def winner(table: pd.DataFrame) -> pd.Series | None:
+    """The rule's winner among the candidates that pass the drift case (module docstring)."""
+    eligible = table[table["drift"]]
+    if eligible.empty:
+        return None
+    ordered = eligible.assign(rule_order=(eligible["rule"] != "mean_rank").astype(int)).sort_values(
+        ["points", "mean_agreement", "half_life", "max_members", "rule_order"],
+        ascending=[False, False, True, True, True], kind="stable")
+    return ordered.iloc[0]
+
+
+def carry_by_default(row: pd.Series) -> bool:
+    accurate = sum(bool(row[f"{d}.accuracy"] >= row[f"{d}.one_run_accuracy"]) for d in VALIDATION)
+    steadier = all(row[f"{d}.steadiness"] > row[f"{d}.one_run_steadiness"] for d in VALIDATION)
+    return accurate >= 2 and steadier
+
+
+def study_markdown(table: pd.DataFrame, command: str) -> str:
+    best = winner(table)
+    lines = ["# The carried consensus's settings: the study", "",
+             f"Generated by `{command}` from the trained refreshes of the validation sets and the drift case. "
+             "The rule is the docstring of `benchmarks/refresh.py` (\"The study\"), fixed before any carried list "
+             "was computed. Do not edit by hand.", "",
+             "| candidate | drift (refreshes after the change) | " + " | ".join(
+                 f"{d} steadiness / agreement / accuracy" for d in VALIDATION) + " | points |",
+             "|---|---|" + "---|" * len(VALIDATION) + "---|"]
+    for row in table.itertuples(index=False):
+        values = row._asdict()
+        drift = f"{'pass' if values['drift'] else 'fail'} ({values['drift_refreshes']})"
+        per = []
+        for d in VALIDATION:
+            marks = "".join("✓" if values[f"{d}.{key}"] else "·" for key in ("steady", "agree", "accuracy"))
+            per.append(f"{values[f'{d}.steadiness']:.2f} / {values[f'{d}.agreement']:.2f} / "
+                       f"{100 * values[f'{d}.accuracy']:.2f} {marks}")
+        lines.append(f"| {values['candidate']} | {drift} | " + " | ".join(per) + f" | {values['points']} |")
+    reference = [f"{d}: steadiness {table[f'{d}.one_run_steadiness'].iloc[0]:.2f}, accuracy "
+                 f"{100 * table[f'{d}.one_run_accuracy'].iloc[0]:.2f}" for d in VALIDATION]
+    lines += ["", "One run per refresh, for reference: " + "; ".join(reference) + ".", ""]
+    if best is None:
+        lines.append("No candidate passes the drift case: no winner.")
+    else:
+        lines.append(f"Winner by the rule: **{best['candidate']}** ({best['points']} points). Carrying on by "
+                     f"default in `select`: **{'yes' if carry_by_default(best) else 'no'}**.")
+    return "\n".join(lines) + "\n"
+
+
+# -- the command line ------------------------------------------------------------------------------------
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m benchmarks.refresh", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("train", help="train the refreshes' runs that are missing")
     run.add_argument("--datasets", nargs="+", required=True)
-    run.add_argument("--refreshes", nargs="+", required=True,
-                     help="NAME=COUNT per dataset, or one COUNT for all")
-    run.add_argument("--deployments", type=int, nargs="+", default=[42, 43])
-    run.add_argument("--store", default=STORE)
-    run.add_argument("--data-dirs", nargs="+", default=list(DATA_DIRS))
+    run.add_argument("--refreshes", nargs="+", required=True, help="NAME=COUNT per dataset, or one COUNT for all")
+    run.add_argument("--deployments", type=int, nargs="+", default=list(DEPLOYMENTS))
     run.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    counts = dict(item.split("=") if "=" in item else ("*", item) for item in args.refreshes)
-    refreshes = {name: int(counts.get(name, counts.get("*", 0))) for name in args.datasets}
-    train(args.datasets, refreshes, args.deployments, Path(args.store), args.data_dirs, args.threads)
+    study = commands.add_parser("study", help="judge the carried consensus's candidates by the fixed rule")
+    study.add_argument("--out", default=str(HERE / "results" / "refresh_study.md"))
+    for sub in (run, study):
+        sub.add_argument("--store", default=STORE)
+        sub.add_argument("--data-dirs", nargs="+", default=list(DATA_DIRS))
+    args = parser.parse_args(argv)
+    if args.command == "train":
+        counts = dict(item.split("=") if "=" in item else ("*", item) for item in args.refreshes)
+        refreshes = {name: int(counts.get(name, counts.get("*", 0))) for name in args.datasets}
+        train(args.datasets, refreshes, args.deployments, Path(args.store), args.data_dirs, args.threads)
+        return
+    if args.command == "study":
+        started = time.time()
+        table = study_table(Path(args.store), args.data_dirs)
+        text = study_markdown(table, "python -m benchmarks.refresh " + " ".join(argv))
+        Path(args.out).write_text(text)
+        table.to_csv(Path(args.out).with_suffix(".csv"), index=False)
+        print(text)
+        print(f"wrote {args.out} in {time.time() - started:.0f} s")
 
 
 if __name__ == "__main__":
