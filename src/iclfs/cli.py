@@ -9,11 +9,14 @@ prints it as well. Anything else (a bug) keeps Kedro's full report.
 
 from __future__ import annotations
 
+import copy as copy_module
+import errno
 import sys
 import traceback
 from pathlib import Path
 
 import click
+import yaml
 from kedro.framework.cli.project import run as kedro_run
 
 from iclfs.io.tables import TableReadError
@@ -22,10 +25,11 @@ from iclfs.method.preprocessing import DataValidationError
 from iclfs.method.runtime import ResourceLimitError
 from iclfs.pipelines.hooks import OutputNotWritableError, TrackingUnavailableError
 from iclfs.pipelines.resolvers import DataSourceError
+from iclfs.pipelines.runs import RunRecordError
 
 #: Errors that are about what the user gave, not about the code: their message is the whole story.
 USER_ERRORS = (DataValidationError, ParameterError, TableReadError, DataSourceError, OutputNotWritableError,
-               TrackingUnavailableError, ResourceLimitError)
+               TrackingUnavailableError, ResourceLimitError, RunRecordError)
 ERROR_LOG = Path("logs") / "last_error.log"
 POINTER = ("What to do: README.md, 'When something goes wrong'. Full traceback: {log} "
            "(or run again with --verbose).")
@@ -43,6 +47,10 @@ def user_problem(error: BaseException) -> str | None:
         seen.add(id(current))
         if isinstance(current, USER_ERRORS):
             return str(current)
+        if isinstance(current, OSError) and current.errno == errno.ENOSPC:
+            where = f" writing {current.filename}" if current.filename else ""
+            return (f"the disk is full{where} ({current.strerror}); nothing of this run was kept. Free some "
+                    "space and run again")
         if type(current).__name__ == "DatasetError" and _from_iclfs(current):
             return str(current)
         current = current.__cause__ or current.__context__
@@ -68,10 +76,28 @@ def _run(verbose: bool, **kwargs):
         sys.exit(1)
 
 
+def _readable_params(option: click.Parameter) -> click.Parameter:
+    """Kedro's ``--params``, whose values YAML cannot read are refused in one line naming the item."""
+    parse = option.callback
+
+    def callback(ctx: click.Context, param: click.Parameter, value: object) -> object:
+        try:
+            return parse(ctx, param, value)
+        except yaml.YAMLError as err:
+            problem = str(err).splitlines()[0]
+            raise click.BadParameter(
+                f"{value!r} holds a value YAML cannot read ({problem}). Quote values that start with *, &, !, | "
+                "or >: --params \"data_source='*'\"", ctx=ctx, param=param) from None
+
+    copy = copy_module.copy(option)
+    copy.callback = callback
+    return copy
+
+
 #: ``kedro run`` in this project, and ``python -m iclfs`` / the packaged ``iclfs`` command.
 run = click.Command(
     name="run",
-    params=[*kedro_run.params,
+    params=[*(_readable_params(p) if p.name == "params" else p for p in kedro_run.params),
             click.Option(["--verbose"], is_flag=True, help="On a refused run, print the full traceback too.")],
     callback=_run,
     help=kedro_run.help,

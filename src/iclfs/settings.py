@@ -2,7 +2,6 @@
 
 from kedro.config import OmegaConfigLoader
 
-from iclfs.pipelines.resolvers import data_source
 from iclfs.pipelines.hooks import (
     MlflowArtifactHook,
     MlflowPreflightHook,
@@ -10,8 +9,11 @@ from iclfs.pipelines.hooks import (
     ParameterCheckHook,
     RunSummaryHook,
 )
+from iclfs.pipelines.resolvers import data_source
+from iclfs.pipelines.runs import RunRecordHook
 
-HOOKS = (MlflowPreflightHook(), ParameterCheckHook(), OutputPreflightHook(), MlflowArtifactHook(), RunSummaryHook())
+HOOKS = (MlflowPreflightHook(), ParameterCheckHook(), OutputPreflightHook(), RunRecordHook(), MlflowArtifactHook(),
+         RunSummaryHook())
 
 CONFIG_LOADER_CLASS = OmegaConfigLoader
 CONFIG_LOADER_ARGS = {

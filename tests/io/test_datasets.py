@@ -94,7 +94,7 @@ def test_csv_with_label_and_id_columns_keeps_feature_names(tmp_path):
     frame.to_csv(path, index=False)
     table = FeatureTableDataset(filepath=str(path), label_column="label", id_column="sample").load()
     assert table.feature_names == ["g1", "g2"] and list(table.y) == [0, 1] * 3
-    with pytest.raises(DatasetError, match=r"column\(s\) \['target'\] not found"):
+    with pytest.raises(DatasetError, match=r"no column named 'target' \(label_column\)"):
         FeatureTableDataset(filepath=str(path), label_column="target").load()
 
 

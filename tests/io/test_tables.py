@@ -60,7 +60,7 @@ def test_csv_label_and_id_columns_and_the_header_as_written():
     table = parse_feature_table(raw, "t.csv", label_column="label", id_column="id")
     assert table.feature_names == ["g", "h"]
     assert list(table.y) == ["a", "b"] and table.X.shape == (2, 2)
-    with pytest.raises(TableReadError, match=r"t.csv: column\(s\) \['target'\] not found"):
+    with pytest.raises(TableReadError, match=r"t.csv: no column named 'target' \(label_column\)"):
         parse_feature_table(raw, "t.csv", label_column="target")
 
 

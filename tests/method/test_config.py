@@ -29,8 +29,8 @@ def test_none_means_defaults():
 
 
 def test_unknown_key_is_named_with_its_section_and_known_keys_listed():
-    with pytest.raises(ParameterError, match=r"unknown parameter\(s\) training.learning_rat, training.zz; "
-                                             r"known keys of training: .*learning_rate"):
+    with pytest.raises(ParameterError, match=r"unknown parameter\(s\) training.learning_rat \(did you mean "
+                                             r"'learning_rate'\?\), training.zz; known keys of training: .*learning_rate"):
         TrainingConfig.from_dict({"learning_rat": 1, "zz": 2})
 
 
@@ -53,7 +53,7 @@ def test_non_dict_is_a_type_error():
 @pytest.mark.parametrize(
     "section, key, value, message",
     [
-        ("training", "epochs", -1, "training.epochs = -1 is invalid: expected an integer >= 1"),
+        ("training", "epochs", -1, "training.epochs = -1 is invalid: expected an integer in 1..100,000"),
         ("training", "epochs", 2.5, "training.epochs = 2.5 is invalid"),
         ("training", "use_attention", "yes", "training.use_attention = 'yes' is invalid: expected true or false"),
         ("training", "schedule", "slow", "training.schedule = 'slow' is invalid: expected one of fast, paper"),

@@ -267,8 +267,8 @@ def test_default_feature_names(d):
     assert len(set(names)) == d
 
 
-def test_given_feature_names_are_stringified_and_stripped():
-    assert resolve_feature_names([" a ", 2, "c"], 3) == ["a", "2", "c"]
+def test_given_feature_names_are_strings_kept_exactly_as_given():
+    assert resolve_feature_names([" a ", 2, "c", ""], 4) == [" a ", "2", "c", ""]
 
 
 # ------------------------------------------------- pandas frames and missing labels

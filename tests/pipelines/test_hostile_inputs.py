@@ -85,7 +85,7 @@ CASES = [
          r"duplicate feature name\(s\): 'a' \(columns 0 and 2\)"),
     # -- common mistakes: warned, naming the column ------------------------------------
     Case("no-header.csv", csv_text(header=None), {}, message=r"every column name is a number .*header: null"),
-    Case("index-column.csv", csv_text(index=True), {}, message=r"first column \('Unnamed: 0'\) counts 0..9: .*pandas index"),
+    Case("index-column.csv", csv_text(index=True), {}, message=r"first column \(no name\) counts 0..9: .*pandas index"),
     Case("undeclared-id.csv", csv_text(ids=True), {}, message=r"column 'sample' holds 10 distinct increasing integers"),
     Case("empty-names.csv", "g0,,g2\n" + "\n".join(f"{i},{i * i},{7 - i}" for i in range(10)), {},
          message=r"1 column\(s\) have an empty name \(positions \[1\]\)"),

@@ -33,7 +33,8 @@ def test_a_tsv_of_genes_by_samples_without_labels_follows_the_readme(project, ca
     (report,) = glob.glob(str(project / "data/08_reporting/expr/run_report.html/*/run_report.html"))
     assert selected["feature_name"].iloc[0] in open(report).read()
     # the summary at the end of the run
-    summary = next(r.getMessage() for r in caplog.records if r.getMessage().startswith("Run summary"))
+    summary = "\n".join(r.getMessage() for r in caplog.records if r.name == "iclfs.summary")
+    assert summary.startswith("Run summary\n  ")
     assert "data source: expr" in summary and "60 features x 24 samples" in summary
     assert listing in summary and selected["feature_name"].iloc[0] in summary
     assert "first run on this data source" in summary

@@ -16,6 +16,7 @@ shared ``seed`` and reads or writes the whole Kedro ``parameters`` dict.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import numbers
 from collections.abc import Callable, Mapping
@@ -45,10 +46,17 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def integer(low: int = 1) -> Check:
+def integer(low: int = 1, high: int | None = None) -> Check:
+    expected = f"an integer >= {low}" if high is None else f"an integer in {low}..{high:,}"
+
     def check(value: Any) -> str | None:
-        return None if _is_int(value) and value >= low else f"an integer >= {low}"
+        return None if _is_int(value) and value >= low and (high is None or value <= high) else expected
     return check
+
+
+#: Sane upper bounds: a typo of a few zeros must not start a job of years.
+MAX_EPOCHS = 100_000
+MAX_MEMBERS = 1_000
 
 
 def number(low: float, high: float = float("inf"), low_open: bool = False, high_open: bool = False) -> Check:
@@ -94,6 +102,12 @@ def k_list(value: Any) -> str | None:
 
 def k_or_auto(value: Any) -> str | None:
     return None if value == "auto" or (_is_int(value) and value >= 1) else "a positive integer or 'auto'"
+
+
+def closest(word: str, choices: Any) -> str:
+    """`` (did you mean 'x'?)`` for the choice nearest ``word``, or nothing when none is near."""
+    found = difflib.get_close_matches(str(word), sorted(map(str, choices)), n=1, cutoff=0.6)
+    return f" (did you mean {found[0]!r}?)" if found else ""
 
 
 def param(default: Any, check: Check, doc: str) -> Any:
@@ -143,11 +157,12 @@ class Section:
         if not isinstance(options, Mapping):
             raise TypeError(f"{name} must be a dict or None, got {type(options).__name__}")
         known = {f.name for f in fields(cls)}
-        unknown = sorted(set(options) - known)
+        unknown = sorted(map(str, set(options) - known))
         if unknown:
+            hints = [f"{name}.{key}" + closest(key, known - set(fixed)) for key in unknown]
             raise ParameterError(
-                f"unknown parameter(s) {', '.join(f'{name}.{key}' for key in unknown)}; "
-                f"known keys of {name}: {', '.join(sorted(known - set(fixed)))}"
+                f"unknown parameter(s) {', '.join(hints)}; known keys of {name}: "
+                f"{', '.join(sorted(known - set(fixed)))}"
             )
         duplicated = sorted(set(options) & set(fixed))
         if duplicated:
@@ -172,7 +187,7 @@ class TrainingConfig(Section):
 
     SECTION: ClassVar[str] = "training"
 
-    epochs: int = param(100, integer(1), "epochs of a single run (one optimizer step each)")
+    epochs: int = param(100, integer(1, MAX_EPOCHS), "epochs of a single run (one optimizer step each)")
     learning_rate: float = param(1e-3, number(0, low_open=True), "Adam learning rate")
     weight_decay: float = param(1e-4, number(0), "coupled L2 (plain Adam)")
     temperature: float = param(0.05, number(0, low_open=True), "tau of the InfoNCE logits")
@@ -289,14 +304,14 @@ class ConsensusConfig(Section):
 
     SECTION: ClassVar[str] = "consensus"
 
-    members: int = param(1, integer(1),
+    members: int = param(1, integer(1, MAX_MEMBERS),
                          "runs combined into one ranking; 1: the paper's single run (training.epochs, all samples)")
-    member_epochs: int = param(25, integer(1), "epochs of each member (members >= 2)")
+    member_epochs: int = param(25, integer(1, MAX_EPOCHS), "epochs of each member (members >= 2)")
     subsample: float = param(0.5, number(0, 1, low_open=True), "fraction of the samples each member sees")
     combine: str = param("mean_rank", one_of(*COMBINE_RULES), "mean_rank | mean_score (min-max scaled)")
     laplacian_weight: float = param(0.0, number(0, 1),
                                     "weight of the Laplacian-score rank in the combined ranking (0: none)")
-    feature_blocks: int = param(1, integer(1), "blocks each member deals its features into, one network per block "
+    feature_blocks: int = param(1, integer(1, MAX_MEMBERS), "blocks each member deals its features into, one network per block "
                                                "(1: one network on every feature)")
 
 
@@ -306,7 +321,7 @@ class EvaluationConfig(Section):
 
     SECTION: ClassVar[str] = "evaluation"
 
-    n_runs: int = param(20, integer(1), "k-means runs per k, random_state = seed + r")
+    n_runs: int = param(20, integer(1, MAX_MEMBERS), "k-means runs per k, random_state = seed + r")
 
 
 SECTIONS: dict[str, type[Section]] = {
@@ -364,8 +379,8 @@ class Settings:
             if name == "seed":
                 parameters["seed"] = value
             elif section not in SECTIONS or key not in parameters[section]:
-                known = ", ".join(f"{s}.{k}" for s in SECTIONS for k in parameters[s])
-                raise ParameterError(f"unknown parameter {name!r}; known: seed, {known}")
+                names = ["seed", *(f"{s}.{k}" for s in SECTIONS for k in parameters[s])]
+                raise ParameterError(f"unknown parameter {name!r}{closest(name, names)}; known: {', '.join(names)}")
             else:
                 parameters[section][key] = value
         return Settings.from_parameters(parameters)

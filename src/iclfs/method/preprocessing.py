@@ -8,10 +8,13 @@ pipeline fails before it writes anything.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+
+LOGGER = logging.getLogger(__name__)
 
 MIN_SAMPLES = 4
 #: The features are the training batch (BatchNorm, contrastive loss): one is not enough.
@@ -90,14 +93,15 @@ def as_numeric_matrix(X: object, source: str = "data") -> np.ndarray:
     if hasattr(X, "dtypes") and hasattr(X, "columns"):  # pandas DataFrame
         if X.size == 0:
             raise DataValidationError(f"{source}: the data matrix is empty (shape {X.shape}).")
-        bad = [str(c) for c, t in zip(X.columns, X.dtypes) if not (t.kind in "biuf")]
+        bad = [j for j, t in enumerate(X.dtypes) if not (t.kind in "biuf")]
         if bad:
-            shown = ", ".join(repr(c) for c in bad[:5])
+            shown = ", ".join(repr(str(X.columns[j])) for j in bad[:5])
             more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
-            raise DataValidationError(
-                f"{source}: {len(bad)} column(s) are not numeric: {shown}{more}. "
-                "Drop them or encode them as numbers before feature selection."
-            )
+            hint = ("Drop them, encode them as numbers, or declare them id_column / label_column. The values look "
+                    "like numbers with decimal commas (1,5): read them as such with --params decimal=comma"
+                    if any(_decimal_commas(X.iloc[:, j]) for j in bad[:5]) else
+                    "Drop them or encode them as numbers before feature selection.")
+            raise DataValidationError(f"{source}: {len(bad)} column(s) are not numeric: {shown}{more}. {hint}")
         # Explicit dtype: mixed bool/nullable-int frames would otherwise come out
         # as object arrays, and pd.NA must become NaN for the finiteness check.
         X = X.to_numpy(dtype=np.float64, na_value=np.nan)
@@ -112,6 +116,18 @@ def as_numeric_matrix(X: object, source: str = "data") -> np.ndarray:
             f"{source}: the data matrix must be 2-D (samples x features), got shape {arr.shape}."
         )
     return arr.astype(np.float64, copy=False)
+
+
+def _decimal_commas(column: object) -> bool:
+    """Whether a column's text values are numbers once a decimal comma is read as a point."""
+    values = [v for v in list(column)[:50] if isinstance(v, str) and v.strip()]
+    if not values or not any("," in v for v in values):
+        return False
+    try:
+        [float(v.replace(".", "").replace(",", ".")) for v in values]
+    except ValueError:
+        return False
+    return True
 
 
 def check_finite(X: np.ndarray, source: str = "data") -> None:
@@ -224,6 +240,10 @@ def encode_labels(y: object, n_samples: int, source: str = "data") -> tuple[np.n
             f"{int(np.argmax(missing))}. Drop those samples or the labels."
         )
     classes, codes = np.unique(arr, return_inverse=True)
+    if len(classes) > n_samples / 2:
+        LOGGER.warning("%s: the labels have %d distinct values for %d samples: about one class per sample, so they "
+                       "look continuous or like sample ids. Clustering accuracy against them means little; check "
+                       "label_column.", source, len(classes), n_samples)
     if len(classes) < 2:
         raise DataValidationError(
             f"{source}: labels have a single class ({classes.tolist()}); "
@@ -235,11 +255,11 @@ def encode_labels(y: object, n_samples: int, source: str = "data") -> tuple[np.n
 def resolve_feature_names(
     names: Sequence[str] | None, n_features: int, source: str = "data"
 ) -> list[str]:
-    """Return one unique string name per column (``feature_<j>`` when absent)."""
+    """Return one unique string name per column (``feature_<j>`` when absent), each exactly as given."""
     if names is None:
         width = len(str(max(n_features - 1, 0)))
         return [f"feature_{j:0{width}d}" for j in range(n_features)]
-    names = [str(s).strip() for s in np.asarray(names, dtype=object).reshape(-1)]
+    names = [str(s) for s in np.asarray(names, dtype=object).reshape(-1)]
     if len(names) != n_features:
         raise DataValidationError(
             f"{source}: {len(names)} feature name(s) for {n_features} column(s)."

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from .attention import keeps_weights, rows_per_block
-from .config import RuntimeConfig, TrainingConfig
+from .config import ParameterError, RuntimeConfig, TrainingConfig
 from .losses import DEFAULT_LOSS_BLOCK_BYTES, loss_block_rows
 from .model import Regime, select_regime
 
@@ -190,11 +190,14 @@ def resolve_device(device: str) -> torch.device:
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as err:
-        raise ValueError(f"runtime.device {device!r} is not a device name (use auto, cpu, cuda, cuda:N)") from err
+        raise ParameterError(f"runtime.device {device!r} is not a device name (use auto, cpu, cuda, cuda:N)") from err
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"runtime.device is {device!r} but no CUDA device is available; use 'auto' or 'cpu'")
+        raise ParameterError(f"runtime.device is {device!r} but no CUDA device is available; use 'auto' or 'cpu'")
     if dev.type not in ("cpu", "cuda"):
-        raise ValueError(f"runtime.device {device!r} is not supported (use auto, cpu, cuda, cuda:N)")
+        raise ParameterError(f"runtime.device {device!r} is not supported (use auto, cpu, cuda, cuda:N)")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ParameterError(f"runtime.device is {device!r} but there are {torch.cuda.device_count()} CUDA "
+                             "device(s); use 'cuda' or 'auto'")
     return dev
 
 
@@ -210,7 +213,7 @@ def resolve_precision(precision: str, schedule: str, device: torch.device) -> st
     if precision == "auto":
         return "tf32" if device.type == "cuda" and schedule == "fast" else "fp32"
     if device.type == "cpu" and precision in ("tf32", "bf16"):
-        raise ValueError(
+        raise ParameterError(
             f"runtime.precision {precision!r} needs a CUDA device, but training runs on the CPU, where only fp32 "
             "is supported (bf16 on CPU is about 100x slower than fp32); use 'auto' or 'fp32'"
         )

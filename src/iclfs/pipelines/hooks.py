@@ -40,14 +40,55 @@ LOGGER = logging.getLogger(__name__)
 METADATA_KEY = "mlflow_artifact_path"
 
 
+#: Parameters a run takes only through ``--params``: the input and how to read it, and its data source.
+RUN_INPUTS = ("input", "orientation", "id_column", "label_column", "sep", "decimal", "data_source")
+#: Parameter sections outside the method's own: the other methods' options and the benchmark's.
+OTHER_SECTIONS = ("baselines", "benchmark", "benchmark_report")
+
+
+def check_parameter_names(parameters: dict) -> None:
+    """Refuse a top-level parameter no part of the project reads, naming the nearest one that exists."""
+    from iclfs.method.config import SECTIONS, ParameterError, closest
+
+    known = ["seed", *SECTIONS, *OTHER_SECTIONS, *RUN_INPUTS]
+    unknown = sorted(str(key) for key in parameters if key not in known)
+    if unknown:
+        hints = ", ".join(f"{key!r}{closest(key, known)}" for key in unknown)
+        raise ParameterError(f"unknown parameter(s) {hints}; known: {', '.join(known)}")
+
+
 class ParameterCheckHook:
-    """Refuse to start a run whose parameters are invalid (every section, every key)."""
+    """Refuse to start a run whose parameters, device or input are wrong, before anything is written.
+
+    Every section and key (an unknown one is named with the nearest that
+    exists), the baselines' options, the device and the precision it can
+    run, an empty ``input=``, and the input file's existence and kind. A run
+    on the embedded synthetic table says so.
+    """
 
     @hook_impl(tryfirst=True)
     def before_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
-        from iclfs.method.config import Settings
+        from iclfs import baselines
+        from iclfs.method.chain import check_runtime
+        from iclfs.method.config import ParameterError, Settings
 
-        Settings.from_parameters(catalog.load("parameters"))
+        parameters = catalog.load("parameters")
+        check_parameter_names(parameters)
+        settings = Settings.from_parameters(parameters)
+        for key, options in (parameters.get("baselines") or {}).items():
+            baselines.options_of(key, options)
+        check_runtime(settings)
+        given = run_params.get("runtime_params") or {}
+        if "input" in given and given["input"] in (None, ""):
+            raise ParameterError("input is empty (--params input=): give the table's path, e.g. --params "
+                                 "input=data/01_raw/expr.tsv; leave input out to run on the embedded synthetic table")
+        if "raw_data" in pipeline.inputs() and "raw_data" in catalog:
+            raw = catalog.get("raw_data")
+            if hasattr(raw, "check"):
+                raw.check()
+            if getattr(raw, "embedded", False):
+                LOGGER.warning("No input given (--params input=path/to/table): this run selects from the embedded "
+                               "synthetic table.")
 
 
 def saved_path(dataset: Any) -> Path | None:
@@ -222,8 +263,15 @@ def check_tracking_server(uri: str, timeout: float = 5.0) -> None:
         ) from None
 
 
+SUMMARY = logging.getLogger("iclfs.summary")
+
+
 class RunSummaryHook:
     """At the end of every run, a short block in the log: what was selected, where it is, what changed.
+
+    It goes to the ``iclfs.summary`` logger, which ``conf/logging.yml`` sends
+    to standard output as plain text, one item per line, never wrapped, so a
+    scheduled job's log carries every path whole.
 
     It reads back what the run saved (each through its catalog entry, so the
     run's own versions): the data source and the table's shape, the k and
@@ -239,7 +287,9 @@ class RunSummaryHook:
             LOGGER.debug("no run summary: %s", err)
             return
         if lines:
-            LOGGER.info("Run summary\n  %s", "\n  ".join(lines))
+            SUMMARY.info("Run summary")
+            for line in lines:
+                SUMMARY.info("  %s", line)
 
 
 def _load(catalog: Any, name: str, outputs: set) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import fsspec
@@ -17,8 +17,8 @@ from iclfs.method.preprocessing import FeatureTable
 class FeatureTableDataset(AbstractDataset[None, FeatureTable]):
     """Read-only input dataset returning a :class:`~iclfs.method.preprocessing.FeatureTable`.
 
-    Formats, compression, ``orientation``, ``id_column`` and ``label_column``
-    are those of :func:`iclfs.io.tables.parse_feature_table`: ``.csv``,
+    Formats, compression, ``orientation``, ``id_column``, ``label_column``,
+    ``sep`` and ``decimal`` are those of :func:`iclfs.io.tables.parse_feature_table`: ``.csv``,
     ``.tsv``, ``.txt`` (also ``.gz``, ``.bz2``, ``.xz``, ``.zip``),
     ``.parquet``, ``.h5ad`` and ``.mat``. Instead of ``filepath``, a
     ``filename`` is looked up in ``search_dirs`` (the first folder that has
@@ -46,6 +46,7 @@ class FeatureTableDataset(AbstractDataset[None, FeatureTable]):
         label_column: str | None = None,
         id_column: str | None = None,
         sep: str | None = None,
+        decimal: str | None = None,
         load_args: dict[str, Any] | None = None,
         synthetic: dict[str, Any] | None = None,
         credentials: dict[str, Any] | None = None,
@@ -55,7 +56,7 @@ class FeatureTableDataset(AbstractDataset[None, FeatureTable]):
             raise DatasetError(f"FeatureTableDataset: orientation {orientation!r} is not one of "
                                f"{', '.join(ORIENTATIONS)}")
         self._options = {"orientation": orientation, "data_key": data_key, "label_key": label_key,
-                         "label_column": label_column, "id_column": id_column, "sep": sep,
+                         "label_column": label_column, "id_column": id_column, "sep": sep, "decimal": decimal,
                          "load_args": dict(load_args or {})}
         self._synthetic = dict(synthetic or {})
         self._search_dirs = [str(d) for d in search_dirs or []]
@@ -68,6 +69,9 @@ class FeatureTableDataset(AbstractDataset[None, FeatureTable]):
         filepath = filepath if filepath is not None else filename
         if filepath is None:
             return
+        if filename is None and "://" not in str(filepath) and Path(str(filepath)).is_dir():
+            raise DatasetError(f"{filepath}: is a folder, not a file; give the table's own path "
+                               "(input=folder/expr.tsv)")
         try:
             table_format(str(filepath))
         except TableReadError as err:
@@ -86,17 +90,32 @@ class FeatureTableDataset(AbstractDataset[None, FeatureTable]):
     def _located(self) -> str | None:
         return next((path for path in self._candidates() if self._fs.exists(path)), None)
 
+    @property
+    def embedded(self) -> bool:
+        """True when there is no file: the embedded synthetic table."""
+        return self._filepath is None
+
+    def check(self) -> None:
+        """Raise :class:`DatasetError` unless the file is there and is a file (a folder is named as such)."""
+        if self._filepath is None:
+            return
+        source = self._located()
+        if source is None:
+            looked = " or ".join(self._candidates())
+            raise DatasetError(f"{looked}: file not found. Check the path (for the benchmark files, "
+                               "datasets_dir and validation_dir in conf/base/globals.yml).")
+        if self._fs.isdir(source):
+            raise DatasetError(f"{source}: is a folder, not a file; give the table's own path "
+                               "(input=folder/expr.tsv)")
+
     def load(self) -> FeatureTable:
         if self._filepath is None:
             try:
                 return make_synthetic(**self._synthetic)
             except TypeError as err:
                 raise DatasetError(f"FeatureTableDataset: bad synthetic argument ({err})") from err
+        self.check()
         source = self._located()
-        if source is None:
-            looked = " or ".join(self._candidates())
-            raise DatasetError(f"{looked}: file not found. Check the path (for the benchmark files, "
-                               "datasets_dir and validation_dir in conf/base/globals.yml).")
         with self._fs.open(source, "rb") as handle:
             raw = handle.read()
         try:

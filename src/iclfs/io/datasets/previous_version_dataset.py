@@ -16,8 +16,10 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
     Point ``filepath`` at the same file as the artifact and set
     ``versioned: true``: Kedro then passes this run's save version, and
     ``load`` returns the newest version strictly older than it (so a run that
-    has already saved its own version still sees the previous one). With no
-    earlier version it returns an empty DataFrame.
+    has already saved its own version still sees the previous one). With
+    ``records`` (the run records' file, ``run_record.json``), only the
+    versions of complete runs count: a killed run's partial version is never
+    the previous list. With no earlier version it returns an empty DataFrame.
 
     Example ``catalog.yml`` entry::
 
@@ -27,9 +29,11 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
           versioned: true
     """
 
-    def __init__(self, *, filepath: str, version: Version | None = None,
-                 metadata: dict[str, Any] | None = None) -> None:
+    def __init__(self, *, filepath: str, version: Version | None = None, records: str | None = None,
+                 load_args: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None) -> None:
         protocol, path = get_protocol_and_path(filepath, version)
+        self._records = None if records is None else PurePosixPath(get_protocol_and_path(records)[1])
+        self._load_args = dict(load_args or {})
         self._protocol = protocol
         self._fs = fsspec.filesystem(protocol)
         self.metadata = metadata
@@ -41,6 +45,10 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
         current = self._version.save if self._version is not None else None
         pattern = str(self._filepath / "*" / self._filepath.name)
         found = sorted(PurePosixPath(p).parent.name for p in self._fs.glob(pattern))
+        if self._records is not None:
+            complete = {PurePosixPath(p).parent.name
+                        for p in self._fs.glob(str(self._records / "*" / self._records.name))}
+            found = [v for v in found if v in complete]
         older = [v for v in found if current is None or v < current]
         return older[-1] if older else None
 
@@ -48,9 +56,10 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
         version = self.previous_version()
         if version is None:
             return pd.DataFrame()
-        path = self._filepath / version / self._filepath.name
-        with self._fs.open(str(path), "r") as handle:
-            frame = pd.read_csv(handle)
+        from .versioned import CSVDataset
+
+        frame = CSVDataset(filepath=str(self._filepath), version=Version(version, None),
+                           load_args=self._load_args).load()
         frame.attrs["version"] = version
         return frame
 

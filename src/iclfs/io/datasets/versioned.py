@@ -20,10 +20,14 @@ dataset with :class:`VersionedArtifact` in front of it.
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import PurePosixPath
 from typing import Any
 
+import pandas as pd
 from kedro.io.core import DatasetError, get_filepath_str
+from pandas._libs.parsers import STR_NA_VALUES
 from kedro_datasets.json import JSONDataset as _JSONDataset
 from kedro_datasets.matplotlib import MatplotlibDataset as _MatplotlibDataset
 from kedro_datasets.pandas import CSVDataset as _CSVDataset
@@ -92,8 +96,63 @@ class VersionedArtifact:
             ) from err
 
 
-class CSVDataset(VersionedArtifact, _CSVDataset):
-    """``pandas.CSVDataset`` with whole-or-absent versions and run-isolated loads."""
+#: First characters that make a spreadsheet read a cell as a formula (or a command), and the quote that
+#: neutralises them; a cell that already starts with the quote gets one more, so reading back is exact.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "'")
+
+
+def neutralise(text: str) -> str:
+    """``text`` as a spreadsheet-safe CSV cell: a quote in front when it starts like a formula."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def restore(text: str) -> str:
+    """The inverse of :func:`neutralise`."""
+    return text[1:] if text.startswith("'") else text
+
+
+class _NamedCSV(_CSVDataset):
+    """``pandas.CSVDataset`` whose ``text_columns`` round-trip exactly and are written spreadsheet-safe."""
+
+    def __init__(self, *, text_columns: list[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._text_columns = tuple(text_columns) if text_columns is not None else ("feature_name",)
+
+    def load(self) -> pd.DataFrame:
+        path = get_filepath_str(self._get_load_path(), self._protocol)
+        with self._fs.open(path, mode="rb") as handle:
+            raw = handle.read()
+        first = raw.split(b"\n", 1)[0].decode("utf-8-sig") if raw else ""
+        columns = next(csv.reader([first]), []) if first else []
+        text = [c for c in columns if c in self._text_columns]
+        args = dict(self._load_args)
+        if text:
+            # Only the other columns read pandas' missing-value markers: a name is never missing.
+            args.update(dtype={**args.get("dtype", {}), **dict.fromkeys(text, str)}, keep_default_na=False,
+                        na_values={c: sorted(STR_NA_VALUES) for c in columns if c not in text})
+        frame = pd.read_csv(io.BytesIO(raw), **args)
+        for column in text:
+            frame[column] = pd.Series([restore(v) for v in frame[column].astype(object)], index=frame.index,
+                                      dtype=object)
+        return frame
+
+    def save(self, data: pd.DataFrame) -> None:
+        if isinstance(data, pd.DataFrame) and any(c in data for c in self._text_columns):
+            data = data.copy()
+            for column in (c for c in self._text_columns if c in data):
+                data[column] = [neutralise(str(v)) for v in data[column]]
+        _unwrapped(_CSVDataset.save)(self, data)
+
+
+class CSVDataset(VersionedArtifact, _NamedCSV):
+    """``pandas.CSVDataset`` with whole-or-absent versions and run-isolated loads.
+
+    The ``text_columns`` (default: ``feature_name``) hold names, which are
+    data: they are read back as the exact strings written (``NA``, ``042``
+    and an empty name stay strings), and written spreadsheet-safe: a cell that
+    starts with ``=``, ``+``, ``-``, ``@``, a tab, a carriage return or a quote
+    gets a quote in front, which loading takes off again.
+    """
 
 
 class ParquetDataset(VersionedArtifact, _ParquetDataset):

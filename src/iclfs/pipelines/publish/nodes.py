@@ -55,15 +55,20 @@ def reduce_data(raw_data: FeatureTable, selected_feature_list: pd.DataFrame, gro
 
     The sample id column, when the input has one, comes first, so the table
     joins back to anything keyed by sample. The input is read again here and
-    must be the table ``validate_and_standardize`` read (same fingerprint): a file
-    replaced during the run is refused rather than mixed with a selection
-    made from the old one.
+    must be the table the run selected from (same source, same fingerprint):
+    a file replaced during the run is refused rather than mixed with a
+    selection made from the old one.
     """
+    selected_from = ground_truth.get("source")
+    if selected_from is not None and raw_data.source != selected_from:
+        raise DataValidationError(
+            f"this run's list was selected from {selected_from}, and reduce_data reads that table again, but the "
+            f"input now is {raw_data.source}. Give the run's input: --params input={selected_from}")
     expected = ground_truth.get("fingerprint")
     if expected is not None and raw_data.fingerprint() != expected:
         raise DataValidationError(
             f"{raw_data.source}: the input changed while this run was training (its values, feature names or "
-            "sample ids differ from what validate_and_standardize read), so the selection no longer matches it. "
+            "sample ids differ from what was read at the start), so the selection no longer matches it. "
             "Run again on the new file.")
     X = as_numeric_matrix(raw_data.X, raw_data.source)
     columns = selected_feature_list["feature_index"].to_numpy()
