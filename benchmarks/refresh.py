@@ -64,7 +64,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -75,8 +75,15 @@ from iclfs.evaluation.protocol import best_k, evaluate_selections
 from iclfs.io.synthetic import make_synthetic
 from iclfs.io.tables import find_dataset, read_feature_table
 from iclfs.method.chain import k_values_for, select
-from iclfs.method.config import ConsensusConfig, RuntimeConfig, SelectionConfig, TrainingConfig, ViewConfig
-from iclfs.method.history import MemberHistory, combine_history, member_seed
+from iclfs.method.config import (
+    ConsensusConfig,
+    HistoryConfig,
+    RuntimeConfig,
+    SelectionConfig,
+    TrainingConfig,
+    ViewConfig,
+)
+from iclfs.method.history import MemberHistory, carry, combine_history, member_seed
 from iclfs.method.laplacian import laplacian_scores
 from iclfs.method.members import train_members
 from iclfs.method.preprocessing import FeatureTable, invert, prepare
@@ -96,6 +103,7 @@ VALIDATION = ("lung_small", "ORL", "madelon")
 REPORTED = ("lung_small", "ORL", "warpPIE10P", "Prostate_GE", "ALLAML", "madelon")
 K = 50  # the list the stability targets compare
 STEADY_FROM = 5  # refreshes counted from 1: steadiness from the fifth refresh on
+ONE = "ICLFS, one run per refresh"
 
 
 @dataclass(frozen=True)
@@ -215,6 +223,7 @@ class Refresh:
     informative: list[int] | None
     selections: dict[str, dict[int, np.ndarray]]  # method -> k -> indices
     seconds: float  # the refresh's one run
+    overhead: dict[str, float]  # method -> seconds from the run's scores to its lists (the history's combining)
 
 
 def refresh_runs(dataset: str, deployment: int, store: Path, data_dirs: Sequence[str],
@@ -235,12 +244,16 @@ def refresh_runs(dataset: str, deployment: int, store: Path, data_dirs: Sequence
         ls = laplacian_scores(X, 3)
         scores = members[f"scores_{r}"]
         seed = int(members[f"seed_{r}"])
-        selections = {"ICLFS, one run per refresh": select(feature_order(scores), ls, SelectionConfig(), grid)}
+        started = time.perf_counter()
+        selections = {ONE: select(feature_order(scores), ls, SelectionConfig(), grid)}
+        overhead = {ONE: time.perf_counter() - started}
         for candidate in candidates:
-            history = histories[candidate].add_run([(seed, names, scores, 0.0, "")], candidate.max_members)
+            started = time.perf_counter()
+            history = histories[candidate].add_run([(seed, names, scores, 0.0, str(r))], candidate.max_members)
             histories[candidate] = history
             carried = combine_history(history, names, candidate.half_life, grid, candidate.rule)
             selections[candidate.name] = select(carried.order, ls, SelectionConfig(), grid)
+            overhead[candidate.name] = time.perf_counter() - started
         if baselines:
             selections["LS"] = {k: np.argsort(ls, kind="stable")[:k] for k in grid}
             if prepared.labels is not None:
@@ -250,7 +263,7 @@ def refresh_runs(dataset: str, deployment: int, store: Path, data_dirs: Sequence
         if table.informative_features is not None:
             informative = [names.index(table.feature_names[j]) for j in table.informative_features]
         out.append(Refresh(r + 1, X, prepared.labels, names, informative, selections,
-                           float(members[f"seconds_{r}"])))
+                           float(members[f"seconds_{r}"]), overhead))
     return out
 
 
@@ -282,9 +295,11 @@ def cells(dataset: str, runs: dict[int, list[Refresh]], methods: Sequence[str],
             rows = []
             for i, refresh in enumerate(mine):
                 current = names_at(refresh, method)
+                trained = method in refresh.overhead
                 row = {"dataset": dataset, "method": method, "deployment": deployment, "refresh": refresh.number,
                        "k": K, "n_samples": refresh.X.shape[0], "n_features": refresh.X.shape[1],
-                       "seconds": refresh.seconds if method.startswith(("ICLFS", "carried")) else np.nan}
+                       "seconds": refresh.seconds + refresh.overhead[method] if trained else np.nan,
+                       "list_seconds": refresh.overhead[method] if trained else np.nan}
                 if i > 0:
                     previous = names_at(mine[i - 1], method)
                     row["jaccard_previous"] = jaccard(previous, current)
@@ -338,7 +353,7 @@ def drift_passes(table: pd.DataFrame, half_life: float, informative: int = 30) -
 
 def study_table(store: Path, data_dirs: Sequence[str]) -> pd.DataFrame:
     """Every candidate's measures and points (module docstring, "The study")."""
-    one = "ICLFS, one run per refresh"
+    one = ONE
     rows = []
     drift_runs = {d: refresh_runs(DRIFT, d, store, data_dirs, CANDIDATES, baselines=False) for d in DEPLOYMENTS}
     drift = pd.concat(cells(DRIFT, drift_runs, [c.name for c in CANDIDATES], with_accuracy=False).values())
@@ -417,6 +432,167 @@ def study_markdown(table: pd.DataFrame, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+# -- the report --------------------------------------------------------------------------------------------
+
+
+def chosen() -> Candidate:
+    """The carried consensus as ``select`` runs it: the ``history`` section's defaults (set by the study)."""
+    config = HistoryConfig()
+    return Candidate(config.rule, config.half_life, config.max_members)
+
+
+def report_cells(dataset: str, store: Path, data_dirs: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """Every method's cells on one dataset, keyed ``refresh/<dataset>/<method>/seed_<deployment>``."""
+    candidate = chosen()
+    runs = {d: refresh_runs(dataset, d, store, data_dirs, [candidate]) for d in DEPLOYMENTS}
+    methods = [m for m in (ONE, candidate.name, "LS", "NDFS") if m in runs[DEPLOYMENTS[0]][0].selections]
+    return {f"refresh/{key}": table for key, table in cells(dataset, runs, methods, with_accuracy=True).items()}
+
+
+def history_cost(n_features: int = 20_000, members: int = 64, repeats: int = 3) -> dict[str, float]:
+    """Seconds to read a stored history of ``members`` x ``n_features``, add a member and combine, and store it."""
+    from kedro.io.core import Version
+
+    from iclfs.io.datasets import MemberHistoryDataset, MemberHistoryView
+
+    rng = np.random.default_rng(0)
+    names = [f"feature_{j}" for j in range(n_features)]
+    history = MemberHistory()
+    for i in range(members):
+        history = history.add_run([(i, names, rng.normal(size=n_features), 1.0, "t")], members)
+    config = HistoryConfig(carry=True, max_members=members)
+    timings: dict[str, list[float]] = {"read": [], "combine": [], "store": []}
+    with tempfile.TemporaryDirectory() as folder:
+        path = str(Path(folder) / "member_history.npz")
+        MemberHistoryDataset(filepath=path, data_source="t", version=Version(None, "v0")).save(
+            replace(history, read_runs=0))
+        for repeat in range(repeats):
+            started = time.perf_counter()
+            stored = MemberHistoryView(filepath=path, data_source="t").load()
+            timings["read"].append(time.perf_counter() - started)
+            started = time.perf_counter()
+            grown, _ = carry(stored, [(10_000 + repeat, names, rng.normal(size=n_features), 1.0, "t")], names,
+                             config, k_values_for(SelectionConfig(), n_features))
+            timings["combine"].append(time.perf_counter() - started)
+            started = time.perf_counter()
+            MemberHistoryDataset(filepath=path, data_source="t", version=Version(None, f"v{repeat + 1}")).save(grown)
+            timings["store"].append(time.perf_counter() - started)
+    return {key: float(np.median(values)) for key, values in timings.items()}
+
+
+def method_summary(table: pd.DataFrame) -> dict[str, float]:
+    """One method on one dataset: its measures over both deployments."""
+    last = table["refresh"].max()
+    return {
+        "refreshes": int(last),
+        "steadiness": steadiness(table),
+        "phi_previous": float(table.loc[table["refresh"] >= STEADY_FROM, "phi_previous"].mean()),
+        "agreement": last_agreement(table),
+        "phi_deployments": float(table.loc[table["refresh"] == last, "phi_deployments"].mean()),
+        "last_accuracy": last_accuracy(table) if "accuracy" in table else float("nan"),
+        "mean_accuracy": float(table["accuracy"].mean()) if "accuracy" in table else float("nan"),
+        "seconds": float(table["seconds"].mean()),
+        "list_seconds": float(table["list_seconds"].mean()),
+    }
+
+
+def report_markdown(results: pd.DataFrame, cost: dict[str, float], train_seconds: dict[str, float],
+                    command: str, report_seconds: float) -> str:
+    """The refresh simulation's report: every method on every dataset, the drift case, the targets."""
+    candidate = chosen()
+    carried = candidate.name
+    summaries = {(d, m): method_summary(group) for (d, m), group in results.groupby(["dataset", "method"])}
+    reported = [d for d in REPORTED if (d, ONE) in summaries]
+    lines = ["# Lists that hold still: the refresh simulation", "",
+             f"Generated by `{command}` in {report_seconds:.0f} s from the trained refreshes; its cells are in "
+             "`benchmarks/results/cells/refresh/`. Do not edit by hand.", "",
+             f"Every refresh takes a fresh random {KEEP:.0%} of the samples; two deployments (seeds "
+             f"{DEPLOYMENTS[0]} and {DEPLOYMENTS[1]}) draw their own. *One run per refresh* is today's `select` "
+             f"(the default settings); *{carried}* is `select` with `history.carry: true` and the history "
+             "section's defaults, chosen by the study (`refresh_study.md`), and its new member at each refresh "
+             "is that refresh's one run (never trained twice). LS is the Laplacian score, NDFS is given the "
+             "number of classes. Jaccard@50 and Nogueira's Φ compare the first 50 features.", ""]
+    # targets
+    steady = {d: summaries[(d, carried)]["steadiness"] for d in reported}
+    agree = {d: summaries[(d, carried)]["agreement"] for d in reported}
+    accurate = {d: summaries[(d, carried)]["last_accuracy"] >= summaries[(d, ONE)]["mean_accuracy"]
+                for d in reported}
+    ratio = {d: summaries[(d, carried)]["seconds"] / summaries[(d, ONE)]["seconds"] for d in reported}
+    drift = results[(results["dataset"] == DRIFT) & (results["method"] == carried)]
+    drift_ok, drift_after = drift_passes(drift, candidate.half_life) if not drift.empty else (False, None)
+    median_agreement = float(np.median(list(agree.values()))) if agree else float("nan")
+    targets = [
+        ("Jaccard@50 with the previous list, from the fifth refresh on, >= 0.9 on every dataset",
+         ", ".join(f"{d} {v:.2f}" for d, v in steady.items()), all(v >= 0.9 for v in steady.values())),
+        ("Jaccard@50 between the deployments after the last refresh >= 0.4 on the median dataset",
+         f"median {median_agreement:.2f} ({', '.join(f'{d} {v:.2f}' for d, v in agree.items())})",
+         median_agreement >= 0.4),
+        ("the last list's accuracy at or above the mean over refreshes of one run per refresh, on >= 5 of 6",
+         f"{sum(accurate.values())} of {len(accurate)} ("
+         + ", ".join(d for d, ok in accurate.items() if not ok) + " below)" if not all(accurate.values())
+         else f"{sum(accurate.values())} of {len(accurate)}", sum(accurate.values()) >= 5),
+        ("cost per refresh at most 1.1x one run's",
+         ", ".join(f"{d} {v:.3f}x" for d, v in ratio.items()), all(v <= 1.1 for v in ratio.values())),
+        ("reading and combining the history takes seconds at 20,000 features x 64 members",
+         f"read {cost['read']:.2f} s, add a member and combine {cost['combine']:.2f} s, store {cost['store']:.2f} s",
+         cost["read"] + cost["combine"] + cost["store"] < 10),
+        ("the drift case: half the new informative features in the first 50 within two half-lives",
+         f"{'within' if drift_ok else 'not within'} {2 * candidate.half_life:g} refreshes"
+         + (f" (after {drift_after} in the slower deployment)" if drift_after is not None else ""), drift_ok),
+    ]
+    lines += ["## The targets", "", "| target | measured | met |", "|---|---|---|"]
+    lines += [f"| {what} | {measured} | {'yes' if ok else 'no'} |" for what, measured, ok in targets]
+    lines += ["", "## Every method", "",
+              "Steadiness: the mean Jaccard@50 (and Φ) with the previous refresh's list from the fifth refresh "
+              "on, over both deployments. Agreement: between the two deployments' lists at the last refresh. "
+              "Accuracy: k-means on the refresh's table (method.md §8, the best k's mean over 20 runs), of the "
+              "last list (mean of the deployments) and the mean over every refresh. Seconds: training and "
+              "listing per refresh.", "",
+              "| dataset | refreshes | method | steadiness J@50 / Φ | agreement J@50 / Φ | accuracy, last list | "
+              "accuracy, mean over refreshes | seconds per refresh |", "|---|---|---|---|---|---|---|---|"]
+    for dataset in [*reported, DRIFT]:
+        for method in (ONE, carried, "LS", "NDFS"):
+            if (dataset, method) not in summaries:
+                continue
+            m = summaries[(dataset, method)]
+            seconds = "" if np.isnan(m["seconds"]) else f"{m['seconds']:.1f}"
+            lines.append(f"| {dataset} | {m['refreshes']} | {method} | {m['steadiness']:.2f} / "
+                         f"{m['phi_previous']:.2f} | {m['agreement']:.2f} / {m['phi_deployments']:.2f} | "
+                         f"{100 * m['last_accuracy']:.2f} | {100 * m['mean_accuracy']:.2f} | {seconds} |")
+    if not drift.empty:
+        lines += ["", "## The drift case", "",
+                  f"A synthetic table of 200 samples x 400 features whose 30 informative features change at "
+                  f"refresh {DRIFT_AT + 1}. New informative features in the first 50, refresh by refresh after the "
+                  "change (deployment 42 / 43):", "",
+                  "| method | " + " | ".join(str(r) for r in range(DRIFT_AT + 1, DRIFT_AT + 21)) + " |",
+                  "|---|" + "---|" * 20]
+        for method in (ONE, carried):
+            rows = results[(results["dataset"] == DRIFT) & (results["method"] == method)]
+            cells_ = []
+            for r in range(DRIFT_AT + 1, DRIFT_AT + 21):
+                at = rows[rows["refresh"] == r].sort_values("deployment")["informative_at_50"].tolist()
+                cells_.append(" / ".join(str(int(v)) for v in at))
+            lines.append(f"| {method} | " + " | ".join(cells_) + " |")
+    lines += ["", "## Cost", "",
+              f"Reading a stored history of 64 members x 20,000 features takes {cost['read']:.2f} s, adding a "
+              f"member and combining {cost['combine']:.2f} s, storing the new version {cost['store']:.2f} s "
+              "(medians of three, `history_cost()`).", "",
+              "Training the simulation's runs (one thread, both deployments, `python -m benchmarks.refresh "
+              "train`): " + ", ".join(f"{d} {s / 3600:.2f} h" for d, s in train_seconds.items()) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def train_seconds(store: Path, datasets: Sequence[str]) -> dict[str, float]:
+    out = {}
+    for dataset in datasets:
+        total = 0.0
+        for deployment in DEPLOYMENTS:
+            members = read_members(members_path(store, dataset, deployment))
+            total += sum(float(v) for key, v in members.items() if key.startswith("seconds_"))
+        out[dataset] = total
+    return out
+
+
 # -- the command line ------------------------------------------------------------------------------------
 
 
@@ -431,7 +607,11 @@ def main(argv: list[str] | None = None) -> None:
     run.add_argument("--threads", type=int, default=1)
     study = commands.add_parser("study", help="judge the carried consensus's candidates by the fixed rule")
     study.add_argument("--out", default=str(HERE / "results" / "refresh_study.md"))
-    for sub in (run, study):
+    report = commands.add_parser("report", help="every method on every dataset, the targets: cells and report")
+    report.add_argument("--datasets", nargs="+", default=[*REPORTED, DRIFT])
+    report.add_argument("--out", default=str(HERE / "results" / "refresh.md"))
+    report.add_argument("--cells", default=str(HERE / "results" / "cells"))
+    for sub in (run, study, report):
         sub.add_argument("--store", default=STORE)
         sub.add_argument("--data-dirs", nargs="+", default=list(DATA_DIRS))
     args = parser.parse_args(argv)
@@ -448,6 +628,22 @@ def main(argv: list[str] | None = None) -> None:
         table.to_csv(Path(args.out).with_suffix(".csv"), index=False)
         print(text)
         print(f"wrote {args.out} in {time.time() - started:.0f} s")
+        return
+    started = time.time()
+    from iclfs.io.datasets import CellsDataset
+
+    store = CellsDataset(path=args.cells)
+    for dataset in args.datasets:
+        computed = report_cells(dataset, Path(args.store), args.data_dirs)
+        store.save(computed)  # each dataset's cells as soon as they exist
+        print(f"{dataset}: {len(computed)} cells in {time.time() - started:.0f} s", flush=True)
+    loaded = {key: load() for key, load in store.load().items() if key.startswith("refresh/")}
+    results = pd.concat(loaded.values(), ignore_index=True)
+    cost = history_cost()
+    seconds = train_seconds(Path(args.store), [d for d in args.datasets])
+    command = "python -m benchmarks.refresh " + " ".join(argv)
+    Path(args.out).write_text(report_markdown(results, cost, seconds, command, time.time() - started))
+    print(Path(args.out).read_text())
 
 
 if __name__ == "__main__":

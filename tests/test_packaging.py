@@ -39,14 +39,19 @@ def test_packaged_project_runs_select_on_the_default_data(tmp_path):
                    check=True, env=env)
     workdir = tmp_path / "run"  # no pyproject.toml above it: a deployed job, not a checkout
     workdir.mkdir()
-    done = subprocess.run(
-        [sys.executable, "-m", "iclfs", f"--conf-source={conf_archive}", "--pipeline", "select",
-         "--params", "training.epochs=2"],
-        cwd=workdir, env={**env, "PYTHONPATH": str(site)}, capture_output=True, text=True,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    listings = list((workdir / "data" / "07_model_output" / "synthetic" / "selected_feature_list.csv").glob("*/*.csv"))
-    assert len(listings) == 1
+    for _ in range(2):  # two scheduled runs that carry their members
+        done = subprocess.run(
+            [sys.executable, "-m", "iclfs", f"--conf-source={conf_archive}", "--pipeline", "select",
+             "--params", "training.epochs=2,history.carry=true"],
+            cwd=workdir, env={**env, "PYTHONPATH": str(site)}, capture_output=True, text=True,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    output = workdir / "data" / "07_model_output" / "synthetic"
+    assert len(list((output / "selected_feature_list.csv").glob("*/*.csv"))) == 2
+    from iclfs.io.datasets import MemberHistoryView
+
+    history = MemberHistoryView(filepath=str(output / "member_history.npz"), data_source="synthetic").load()
+    assert len(history.members) == 2 and history.problem is None
     assert (workdir / "mlflow.db").exists()
     imported = subprocess.run([sys.executable, "-c", "import iclfs, sys; print(iclfs.__file__)"], cwd=workdir,
                               env={**env, "PYTHONPATH": str(site)}, capture_output=True, text=True)

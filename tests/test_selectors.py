@@ -24,6 +24,7 @@ from iclfs.method.config import (
     TrainingConfig,
     ViewConfig,
 )
+from iclfs.method.history import MemberHistory, combine_history, member_seed
 from iclfs.method.laplacian import laplacian_scores
 from iclfs.method.lgrc import lgrc_select
 from iclfs.method.preprocessing import FeatureTable, invert, prepare
@@ -354,6 +355,44 @@ def test_non_numeric_column_is_named(frame):
 def test_bad_parameters_and_shapes_are_refused(table, params, X, message):
     with pytest.raises(ValueError, match=message):
         ICLFSSelector(**{**FAST, **params}).fit(table.X if X is None else X)
+
+
+# -- carrying members: partial_fit ----------------------------------------------
+
+
+def test_partial_fit_starts_as_fit_and_carries_each_calls_member(table):
+    X = np.asarray(table.X)
+    rows = [np.sort(np.random.default_rng(r).choice(40, size=36, replace=False)) for r in range(3)]
+    carried = ICLFSSelector(K, random_state=7, half_life=2.0, **FAST)
+    carried.partial_fit(X[rows[0]])
+    alone = ICLFSSelector(K, random_state=7, **FAST).fit(X[rows[0]])
+    np.testing.assert_array_equal(carried.selected_features_, alone.selected_features_)  # the first call is fit
+    assert carried.n_members_ == 1 and carried.seed_ == 7
+    for r in (1, 2):
+        carried.partial_fit(X[rows[r]])
+    assert carried.n_members_ == 3 and carried.history_.runs == 3
+    assert carried.seed_ == member_seed(7, 2)
+    assert [m.seed for m in carried.history_.members] == [7, member_seed(7, 1), member_seed(7, 2)]
+    assert carried.member_ranks_.shape == (3, X.shape[1])
+    # the combined order is the history's, through the same core the pipelines use
+    history = MemberHistory()
+    for r in range(3):
+        history = history.add_run([(m.seed, m.feature_names, m.scores, 0.0, m.fingerprint)
+                                   for m in carried.history_.members if m.run == r], 64)
+    combined = combine_history(history, list(history.members[0].feature_names), 2.0, [K])
+    np.testing.assert_array_equal(carried.feature_order_, combined.order)
+    np.testing.assert_allclose(carried.selection_frequency_, combined.frequency[K])
+    assert np.all((carried.selection_frequency_ >= 0) & (carried.selection_frequency_ <= 1))
+
+
+def test_partial_fit_needs_the_same_features_and_fit_starts_afresh(table, frame):
+    selector = ICLFSSelector(K, **FAST).partial_fit(frame)
+    with pytest.raises(ValueError, match="feature names"):
+        selector.partial_fit(frame.rename(columns={frame.columns[0]: "renamed"}))
+    with pytest.raises(ValueError, match="features"):
+        selector.partial_fit(np.asarray(table.X)[:, :-1])
+    selector.fit(frame)
+    assert not hasattr(selector, "history_") and not hasattr(selector, "n_members_")
 
 
 # -- scikit-learn's estimator checks -------------------------------------------

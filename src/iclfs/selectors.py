@@ -22,6 +22,7 @@ from iclfs.method import chain
 from iclfs.method.config import (
     SCORE_NAMES,
     ConsensusConfig,
+    HistoryConfig,
     LaplacianConfig,
     RankingConfig,
     RuntimeConfig,
@@ -30,6 +31,7 @@ from iclfs.method.config import (
     TrainingConfig,
     ViewConfig,
 )
+from iclfs.method.history import MemberHistory, member_seed
 from iclfs.method.preprocessing import MIN_SAMPLES, FeatureTable, as_numeric_matrix
 from iclfs.method.runtime import resolve_device
 from iclfs.method.scores import rank_positions
@@ -112,6 +114,14 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         draws a fresh seed from NumPy's global random state at every fit, and
         a ``RandomState`` draws one from that generator. The seed used is
         ``seed_``. Training on GPU may not be bit-for-bit reproducible.
+    half_life : float, default=8.0
+        :meth:`partial_fit` only: a carried member's weight halves every
+        ``half_life`` calls (``float("inf")``: every member kept weighs the same).
+    max_members : int, default=64
+        :meth:`partial_fit` only: the newest members kept.
+    history_rule : {"mean_rank", "frequency"}, default="mean_rank"
+        :meth:`partial_fit` only: how the carried members are combined
+        (the pipeline's ``history.rule``).
     progress : bool, default=False
         Show a progress bar over members x epochs.
     training_options, view_options, consensus_options, runtime_options : dict or None
@@ -160,6 +170,17 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
     training_history_ : list of dict
         One dict per network and epoch: ``member``, ``block`` (0 without
         feature blocks), ``epoch``, ``loss``, ``contrastive``, ``decorrelation``, ``seconds``.
+        After :meth:`partial_fit`, this call's networks only.
+    history_ : MemberHistory
+        :meth:`partial_fit` only: every member carried so far (their rank
+        scores, seeds and ages), as the pipeline's ``member_history``.
+    n_members_ : int
+        :meth:`partial_fit` only: the members combined.
+
+    With :meth:`partial_fit`, ``scores_``, ``feature_order_`` and the
+    selection come from every carried member, ``member_ranks_`` has one row
+    per carried member and ``selection_frequency_`` is each feature's
+    age-weighted share of the members whose first k include it.
 
     See Also
     --------
@@ -213,6 +234,9 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         n_neighbors=_DEFAULTS.laplacian.n_neighbors,
         device="auto",
         random_state=42,
+        half_life=_DEFAULTS.history.half_life,
+        max_members=_DEFAULTS.history.max_members,
+        history_rule=_DEFAULTS.history.rule,
         progress=False,
         training_options=None,
         view_options=None,
@@ -232,6 +256,9 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         self.n_neighbors = n_neighbors
         self.device = device
         self.random_state = random_state
+        self.half_life = half_life
+        self.max_members = max_members
+        self.history_rule = history_rule
         self.progress = progress
         self.training_options = training_options
         self.view_options = view_options
@@ -283,7 +310,7 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         grid = [k for k in SelectionConfig().k_values if k < n_features]
         return grid or sorted({max(1, round(f * n_features)) for f in (0.1, 0.2, 0.3, 0.4, 0.5)})
 
-    def _settings(self, n_features: int, seed: int) -> Settings:
+    def _settings(self, n_features: int, seed: int, carry: bool = False) -> Settings:
         """The method's settings from this estimator's parameters (each section validated as in the pipelines)."""
         if self.ranking_score not in SCORE_NAMES:
             raise ValueError(f"ranking_score must be one of {SCORE_NAMES}, got {self.ranking_score!r}")
@@ -301,21 +328,23 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
             fixed={"members": self.members, "member_epochs": self.member_epochs, "subsample": self.subsample})
         selection = SelectionConfig(k=k, k_values=tuple(grid), use_lgrc=self.use_lgrc, alpha=float(self.alpha),
                                     quantile=self.quantile)
+        history = HistoryConfig(carry=carry, rule=self.history_rule, half_life=self.half_life,
+                                max_members=self.max_members)
         return Settings(seed=seed, training=training, runtime=runtime, views=ViewConfig.from_dict(
             self.view_options, "view_options"), ranking=RankingConfig(self.ranking_score),
-            laplacian=LaplacianConfig(self.n_neighbors), selection=selection, consensus=consensus)
+            laplacian=LaplacianConfig(self.n_neighbors), selection=selection, consensus=consensus, history=history)
 
     # -- fitting ----------------------------------------------------------
 
-    def _validate_X(self, X):
-        """Validate X, set n_features_in_ / feature_names_in_, return a dense float array."""
+    def _validate_X(self, X, reset: bool = True):
+        """Validate X, set (``reset``) or check n_features_in_ / feature_names_in_, return a dense float array."""
         if hasattr(X, "dtypes") and hasattr(X, "columns"):
             # A pandas DataFrame: the method names the non-numeric columns,
             # where sklearn would only say which value failed to convert.
             as_numeric_matrix(X, _SOURCE)
         # NaN/Inf are left for the method, whose message counts and locates them.
         X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=(np.float64, np.float32),
-                          ensure_all_finite=False)
+                          ensure_all_finite=False, reset=reset)
         if sparse.issparse(X):
             X = X.toarray()
         return X
@@ -337,21 +366,73 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
             The fitted selector.
         """
         X = self._validate_X(X)
-        n_samples, n_features = X.shape
+        self._check_samples(X)
+        for name in ("history_", "n_members_", "history_seed_"):  # fit starts afresh: no carried members
+            self.__dict__.pop(name, None)
+        settings = self._settings(X.shape[1], self._resolve_seed())
+        with _torch_rng_preserved(settings.runtime.device):
+            result = chain.run(self._table(X), settings)
+        self._store(result, settings.seed)
+        return self
+
+    def partial_fit(self, X, y=None):
+        """Add one run on ``X`` to the carried members and select from all of them.
+
+        The scheduled refresh of the pipelines (``history.carry``), in
+        scikit-learn's incremental convention: the first call starts the
+        history (the same run :meth:`fit` makes at ``random_state``), each
+        later call trains the member(s) of one more run, seeded by their
+        number in the history, and selects from every member kept, each
+        weighted by ``2^(-age / half_life)`` with age counted in calls.
+        Every call must have the same features (the same columns, and the
+        same names for a DataFrame); the samples may change.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+            This refresh's data.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : ICLFSSelector
+        """
+        first = not hasattr(self, "history_")
+        X = self._validate_X(X, reset=first)
+        self._check_samples(X)
+        if first:
+            self.history_seed_ = self._resolve_seed()
+            history = MemberHistory()
+        else:
+            history = self.history_
+        settings = self._settings(X.shape[1], self.history_seed_, carry=True)
+        seed = member_seed(settings.seed, history.next_index)
+        with _torch_rng_preserved(settings.runtime.device):
+            result = chain.run(self._table(X), settings, history=history)
+        self._store(result, seed)
+        self.history_ = result.history
+        self.n_members_ = len(result.history.members)
+        return self
+
+    def _check_samples(self, X) -> None:
+        n_samples = X.shape[0]
         if (isinstance(self.n_neighbors, numbers.Integral) and not isinstance(self.n_neighbors, bool)
                 and MIN_SAMPLES <= n_samples <= self.n_neighbors):
             raise ValueError(f"{_SOURCE}: n_neighbors={self.n_neighbors} needs more samples than neighbours, "
                              f"but X has {n_samples} sample(s); lower n_neighbors or add samples.")
-        settings = self._settings(n_features, self._resolve_seed())
-        names = getattr(self, "feature_names_in_", None)
-        with _torch_rng_preserved(settings.runtime.device):
-            result = chain.run(FeatureTable(X=X, feature_names=names, source=_SOURCE), settings)
 
+    def _table(self, X) -> FeatureTable:
+        return FeatureTable(X=X, feature_names=getattr(self, "feature_names_in_", None), source=_SOURCE)
+
+    def _store(self, result: chain.ChainResult, seed: int) -> None:
+        """The fitted attributes of one run of the chain."""
+        n_features = result.prepared.standardized.shape[1]
         combined = result.consensus
         selected = result.selected
         self.n_features_to_select_ = int(result.k)
         self.k_reason_ = result.k_reason
-        self.seed_ = settings.seed
+        self.seed_ = int(seed)
         self.scores_ = combined.scores
         self.feature_order_ = combined.order
         rest = combined.order[~np.isin(combined.order, selected)]
@@ -368,7 +449,6 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         self.models_ = [r.model.eval() for m in result.members for r in m.results]
         self.training_history_ = [{"member": m.plan.index, "block": b, **row} for m in result.members
                                   for b, r in enumerate(m.results) for row in r.history]
-        return self
 
     def _get_support_mask(self):
         check_is_fitted(self, "support_")

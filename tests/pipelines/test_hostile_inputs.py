@@ -185,15 +185,26 @@ def test_credentials_never_reach_a_message():
 
 
 def test_a_server_with_credentials_in_its_uri_is_judged_on_its_host():
-    import socket
+    import http.server
+    import threading
 
     from iclfs.pipelines.hooks import TrackingUnavailableError, check_tracking_server
 
-    with socket.socket() as listening:
-        listening.bind(("127.0.0.1", 0))
-        listening.listen()
-        port = listening.getsockname()[1]
+    class Refusing(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802  (http.server's name)
+            self.send_error(401)  # any answer means the server is there; credentials are MLflow's business
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Refusing)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
         check_tracking_server(f"http://alice:s3cret@127.0.0.1:{port}")  # the host answers: reachable
+    finally:
+        server.shutdown()
+        server.server_close()
     with pytest.raises(TrackingUnavailableError) as refused:
         check_tracking_server(f"http://alice:s3cret@127.0.0.1:{port}", timeout=2)  # nothing listens any more
     assert "s3cret" not in str(refused.value) and f"http://***@127.0.0.1:{port}" in str(refused.value)
@@ -331,13 +342,13 @@ def test_a_refused_run_prints_its_message_and_a_pointer_not_a_traceback(project,
 
 def test_the_training_history_records_the_thread_count_results_depend_on(tiny_table, fast_parameters):
     """CPU results are bit-identical at the same seed and thread count; the count is part of the record."""
-    from iclfs.pipelines.training.nodes import train_model
+    from iclfs.pipelines.training.nodes import train_one_run
     from iclfs.method.preprocessing import invert, prepare
 
     A = invert(prepare(tiny_table).standardized)
     for threads in (1, 2):
         fast_parameters["runtime"] = {**fast_parameters["runtime"], "num_threads": threads}
-        _, history, *_ = train_model(A, *(fast_parameters[s] for s in ("training", "views", "runtime",
+        _, history, *_ = train_one_run(A, *(fast_parameters[s] for s in ("training", "views", "runtime",
                                                                          "consensus", "seed")))
         assert set(history["threads"]) == {threads}
 

@@ -10,6 +10,7 @@ from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 
 from iclfs.method.config import ParameterError
+from iclfs.method.history import MemberHistory
 from iclfs.method.preprocessing import DataValidationError, FeatureTable
 from iclfs.pipeline_registry import STAGES, register_pipelines
 from iclfs.pipelines.hooks import ParameterCheckHook
@@ -38,6 +39,8 @@ def make_catalog(params: dict, **data) -> DataCatalog:
 def run_pipeline(name: str, params: dict, **data) -> DataCatalog:
     """Run a registered pipeline as a Kedro session does: the parameter check first, then the nodes."""
     data.setdefault("previous_selected_features", pd.DataFrame())
+    data.setdefault("previous_feature_lists", pd.DataFrame())
+    data.setdefault("previous_member_history", MemberHistory())
     catalog = make_catalog(params, **data)
     pipeline = register_pipelines()[name]
     ParameterCheckHook().before_pipeline_run(run_params={}, pipeline=pipeline, catalog=catalog)
@@ -51,12 +54,14 @@ def test_registry_has_every_stage_and_default_chains_them():
         pipelines)
     default = pipelines["__default__"]
     # Each node takes the sections it needs; none takes the whole parameters dict.
-    assert default.inputs() == {"raw_data", "previous_selected_features"} | {
+    assert default.inputs() == {"raw_data", "previous_selected_features", "previous_feature_lists",
+                                "previous_member_history"} | {
         f"params:{p}" for p in ("selection", "views", "seed", "training", "runtime", "consensus", "ranking",
-                                "laplacian", "evaluation")}
+                                "laplacian", "evaluation", "history")}
     expected = {"standardized_data", "inverted_data", "labels", "feature_names", "ground_truth", "view_sample",
                 "view_statistics", "model_state", "training_history", "training_loss", "training_loss_plot",
-                "member_scores", "feature_ranking", "consensus_metrics", "laplacian_scores", "selected_features",
+                "member_scores", "history_start", "member_history", "feature_ranking", "consensus_metrics",
+                "laplacian_scores", "selected_features",
                 "evaluation_table", "evaluation_summary", "evaluation_metrics", "accuracy_vs_k", "k_choice",
                 "selection_metrics", "selected_feature_list", "reduced_data", "selection_stability",
                 "stability_metrics", "score_distribution_plot", "run_report"}
@@ -114,7 +119,7 @@ def test_default_pipeline_end_to_end(tiny_table, fast_parameters):
     assert isinstance(state, dict) and all(isinstance(v, torch.Tensor) for v in state.values())
     scores = catalog.load("member_scores")
     assert scores["z_norm"].shape == (1, 40) and list(scores["seed"]) == [fast_parameters["seed"]]
-    assert set(scores) == {"z_norm", "h_norm", "weighted_sum", "harmonic", "seed"}
+    assert set(scores) == {"z_norm", "h_norm", "weighted_sum", "harmonic", "seed", "seconds"}
 
     ranking = catalog.load("feature_ranking")
     assert sorted(ranking["feature_index"]) == list(range(40)) and list(ranking["rank"]) == list(range(1, 41))
@@ -327,7 +332,9 @@ def test_select_publishes_a_named_list_the_reduced_data_and_stability(tiny_table
     unlabeled = FeatureTable(X=tiny_table.X, feature_names=tiny_table.feature_names)
     first = run_pipeline("select", fast_parameters, raw_data=unlabeled)
     listing = first.load("selected_feature_list")
-    assert list(listing.columns) == ["rank", "feature_name", "feature_index", "score", "laplacian_score"]
+    assert list(listing.columns) == ["rank", "feature_name", "feature_index", "score", "laplacian_score",
+                                     "member_frequency"]
+    assert set(listing["member_frequency"]) <= {0.0, 1.0}  # one member: in its first 5, or swapped in by LGRC
     assert first.load("k_choice") == {"k": 5, "reason": "selection.k = 5"}
     assert list(listing["rank"]) == [1, 2, 3, 4, 5]
     reduced = first.load("reduced_data")

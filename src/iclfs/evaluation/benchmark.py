@@ -166,8 +166,14 @@ def baseline_selections(X: np.ndarray, codes: np.ndarray, keys: Sequence[str], o
 
 
 def gather(cells: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """Every cell's table in one, ordered by dataset, method, seed and k."""
-    tables = [table for table in cells.values() if table is not None and not table.empty]
+    """Every cell's table in one, ordered by dataset, method, seed and k.
+
+    Only the benchmark's own cells, ``<dataset>/<method>/seed_<seed>``: the
+    store's deeper keys are other studies' (the refresh simulation's, under
+    ``refresh/``).
+    """
+    tables = [table for key, table in cells.items()
+              if str(key).count("/") <= 2 and table is not None and not table.empty]
     if not tables:
         return pd.DataFrame(columns=RESULT_COLUMNS)
     table = pd.concat(tables, ignore_index=True)

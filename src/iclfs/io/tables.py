@@ -423,8 +423,8 @@ def _refuse_numbers_as_names(names: list[str], source: str) -> None:
     numbers = [name for name in names if _is_number(name)]
     if names and len(numbers) == len(names) and any(not _is_integer(name) for name in numbers):
         raise TableReadError(f"{source}: with orientation features_in_rows the first column holds the feature names, "
-                             f"but it holds numbers ({', '.join(names[:3])}, ...): the file looks like samples in rows. "
-                             "Drop orientation=features_in_rows (samples_in_rows is the default).")
+                             f"but it holds numbers ({', '.join(names[:3])}, ...): the file looks like samples in "
+                             "rows. Drop orientation=features_in_rows (samples_in_rows is the default).")
 
 
 # -- warnings for shapes that are usually a mistake ----------------------------------

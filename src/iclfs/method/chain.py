@@ -18,6 +18,7 @@ import numpy as np
 
 from .config import ParameterError, SelectionConfig, Settings
 from .consensus import Consensus, combine_members
+from .history import MemberHistory, carry, continue_history
 from .k_choice import KChoice, choose_k
 from .laplacian import laplacian_scores
 from .lgrc import select_features
@@ -112,6 +113,7 @@ class ChainResult:
     consensus: Consensus
     selections: dict[int, np.ndarray]
     choice: KChoice
+    history: MemberHistory | None = None  # a carrying run's history, its members included
 
     @property
     def k(self) -> int:
@@ -129,17 +131,37 @@ class ChainResult:
         return self.selections[self.choice.k]
 
 
-def run(table: FeatureTable, settings: Settings | None = None) -> ChainResult:
-    """The whole chain on one table, in memory."""
+def run(table: FeatureTable, settings: Settings | None = None, history: MemberHistory | None = None
+        ) -> ChainResult:
+    """The whole chain on one table, in memory.
+
+    With ``history`` (a carrying run, ``settings.history``) the members train
+    from the seed of the history's next member number, join the history, and
+    every member kept orders the features (:func:`iclfs.method.history.carry`);
+    the history with them is ``ChainResult.history``.
+    """
     settings = settings or Settings()
     prepared = prepare_checked(table, settings)
     d = prepared.standardized.shape[1]
     grid = k_values_for(settings.selection, d)
+    names = list(prepared.feature_names)
+    seed = settings.seed
+    if history is not None:
+        start = continue_history(history, names, settings.seed, reset=settings.history.reset)
+        if start.note is not None:
+            LOGGER.warning("%s", start.note)
+        history, seed = start.history, start.seed
     members = train_members(invert(prepared.standardized), settings.training, settings.views, settings.runtime,
-                            settings.consensus, settings.seed)
+                            settings.consensus, seed)
     laplacian = laplacian_scores(prepared.standardized, n_neighbors=settings.laplacian.n_neighbors)
-    combined = combine_members(np.array([m.scores[settings.ranking.score] for m in members]), settings.consensus,
-                               laplacian, grid)
+    scores = np.array([m.scores[settings.ranking.score] for m in members])
+    if history is None:
+        combined = combine_members(scores, settings.consensus, laplacian, grid)
+    else:
+        fingerprint = table.fingerprint()
+        history, combined = carry(history, [(m.plan.seed, names, s, m.seconds, fingerprint)
+                                            for m, s in zip(members, scores, strict=True)],
+                                  names, settings.history, grid, laplacian, settings.consensus.laplacian_weight)
     selections = select(combined.order, laplacian, settings.selection, grid)
     return ChainResult(prepared, members, laplacian, combined, selections,
-                       choose_k(selections, combined.frequency, settings.selection, d))
+                       choose_k(selections, combined.frequency, settings.selection, d), history)

@@ -315,6 +315,25 @@ class ConsensusConfig(Section):
                                                "(1: one network on every feature)")
 
 
+HISTORY_RULES = ("mean_rank", "frequency")
+
+
+@dataclass(frozen=True)
+class HistoryConfig(Section):
+    """The carried consensus of scheduled refreshes: each run adds its members to the data source's member
+    history and orders the features by every member kept, weighted by age (docs/consensus.md)."""
+
+    SECTION: ClassVar[str] = "history"
+
+    carry: bool = param(False, boolean, "add this run's members to the data source's history and select from all")
+    rule: str = param("mean_rank", one_of(*HISTORY_RULES),
+                      "mean_rank: weighted mean rank score; frequency: weighted share of first-k selections")
+    half_life: float = param(8.0, number(0, low_open=True), "a member's weight halves every this many runs "
+                                                            "(.inf: never)")
+    max_members: int = param(64, integer(1, MAX_MEMBERS), "the newest members kept")
+    reset: bool = param(False, boolean, "true: this run starts the history afresh")
+
+
 @dataclass(frozen=True)
 class EvaluationConfig(Section):
     """The k-means protocol, when labels exist (method.md §8)."""
@@ -326,7 +345,7 @@ class EvaluationConfig(Section):
 
 SECTIONS: dict[str, type[Section]] = {
     cls.SECTION: cls for cls in (TrainingConfig, RuntimeConfig, ViewConfig, RankingConfig, LaplacianConfig,
-                                 SelectionConfig, ConsensusConfig, EvaluationConfig)
+                                 SelectionConfig, ConsensusConfig, HistoryConfig, EvaluationConfig)
 }
 
 
@@ -342,6 +361,7 @@ class Settings:
     laplacian: LaplacianConfig = field(default_factory=LaplacianConfig)
     selection: SelectionConfig = field(default_factory=SelectionConfig)
     consensus: ConsensusConfig = field(default_factory=ConsensusConfig)
+    history: HistoryConfig = field(default_factory=HistoryConfig)
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
 
     def __post_init__(self) -> None:
@@ -352,6 +372,9 @@ class Settings:
         if self.views.stream == "published" and self.consensus.feature_blocks > 1:
             raise ParameterError("views.stream 'published' replays the paper's single run; it needs "
                                  "consensus.feature_blocks 1")
+        if self.views.stream == "published" and self.history.carry:
+            raise ParameterError("views.stream 'published' replays the paper's single run at its seed; it needs "
+                                 "history.carry false")
         if self.selection.k == "auto" and self.consensus.members < 2:
             raise ParameterError("selection.k 'auto' chooses k from the members' agreement; it needs "
                                  "consensus.members 2 or more (or give selection.k a number)")

@@ -98,19 +98,28 @@ class Consensus:
         Laplacian score's, with ``consensus.laplacian_weight``).
     order : ndarray of shape (d,)
         Feature indices, best first (ties by index).
-    member_orders : ndarray of shape (members, d)
-        Each member's order, best first.
+    member_orders : ndarray of shape (members, d), or list of arrays
+        Each member's order, best first; carried members
+        (:func:`iclfs.method.history.combine_history`) order only the current
+        features they saw.
     frequency : dict of int to ndarray of shape (d,)
-        Per k: the share of the members whose first k include each feature.
+        Per k: the (age-weighted, for carried members) share of the members
+        whose first k include each feature.
     member_jaccard : dict of int to float or None
         Per k: the mean pairwise Jaccard index of the members' first k (None with one member).
+    seen : ndarray of shape (d,) or None
+        Carried members only: how many members saw each feature.
+    weights : ndarray of shape (members,) or None
+        Carried members only: each member's age weight.
     """
 
     scores: np.ndarray
     order: np.ndarray
-    member_orders: np.ndarray
+    member_orders: np.ndarray | list[np.ndarray]
     frequency: dict[int, np.ndarray]
     member_jaccard: dict[int, float | None]
+    seen: np.ndarray | None = None
+    weights: np.ndarray | None = None
 
 
 def combine_members(member_scores: np.ndarray, consensus: ConsensusConfig, laplacian: np.ndarray | None,

@@ -36,9 +36,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .config import HISTORY_RULES, HistoryConfig
+from .consensus import Consensus, fuse_laplacian
 from .scores import feature_order, rank_positions
+from .stability import mean_pairwise_jaccard
 
-RULES = ("mean_rank", "frequency")
 
 
 class HistoryError(ValueError):
@@ -108,39 +110,71 @@ class MemberHistory:
     ----------
     members : tuple of Member
     runs : int
-        Runs recorded so far: the next run is number ``runs``.
+        Runs that added members so far: the next such run is number ``runs``.
     next_index : int
         Members ever added (those dropped by the cap included): the next member's number.
-    lists : tuple of tuple of str
-        The lists the last runs handed on (names at their production k), oldest first.
     data_source : str or None
         The data source the history belongs to.
     version : str or None
         The stored version it was read from (None for a new one).
+    read_runs : int
+        ``runs`` when it was read: the members of later runs are this run's own,
+        the ones a save adds to whatever history it finds stored then.
+    problem : str or None
+        Why the stored history cannot be used (set by the reader; the run then starts afresh).
+    afresh : bool
+        The run set the stored history aside: its save starts a new history
+        rather than adding to what is stored.
+    max_members : int or None
+        The cap of the last :meth:`add_run` (a merge keeps it).
     """
 
     members: tuple[Member, ...] = ()
     runs: int = 0
     next_index: int = 0
-    lists: tuple[tuple[str, ...], ...] = ()
     data_source: str | None = None
     version: str | None = None
+    read_runs: int = 0
+    problem: str | None = None
+    afresh: bool = False
+    max_members: int | None = None
 
     def add_run(self, members: Sequence[tuple[int, Sequence[str], np.ndarray, float, str]],
                 max_members: int) -> MemberHistory:
         """This history with one more run's members, ``(seed, feature names, raw scores, seconds,
-        fingerprint)`` each, numbered from ``next_index``; only the ``max_members`` newest are kept."""
+        fingerprint)`` each, numbered from ``next_index``; only the ``max_members`` newest are kept.
+
+        A member already carried (the same seed on the same table: a stage run
+        of ``ranking`` alone, or a concurrent run that trained the same member)
+        is not added twice; when none is new the history is returned unchanged.
+        """
         if max_members < 1:
             raise ValueError(f"max_members must be >= 1, got {max_members}")
-        added = tuple(Member(self.runs, self.next_index + i, int(seed), tuple(map(str, names)),
-                             rank_scores(scores), float(seconds), str(fingerprint))
-                      for i, (seed, names, scores, seconds, fingerprint) in enumerate(members))
+        carried = {(m.seed, m.fingerprint) for m in self.members}
+        new = [(int(seed), names, scores, seconds, str(fingerprint))
+               for seed, names, scores, seconds, fingerprint in members
+               if (int(seed), str(fingerprint)) not in carried]
+        if not new:
+            return replace(self, max_members=max_members)
+        added = tuple(Member(self.runs, self.next_index + i, seed, tuple(map(str, names)), rank_scores(scores),
+                             float(seconds), fingerprint)
+                      for i, (seed, names, scores, seconds, fingerprint) in enumerate(new))
         kept = (self.members + added)[-max_members:]
-        return replace(self, members=kept, runs=self.runs + 1, next_index=self.next_index + len(added))
+        return replace(self, members=kept, runs=self.runs + 1, next_index=self.next_index + len(added),
+                       max_members=max_members)
 
-    def add_list(self, names: Sequence[str], keep: int) -> MemberHistory:
-        """This history with the list a run handed on, keeping the ``keep`` newest lists."""
-        return replace(self, lists=(self.lists + (tuple(map(str, names)),))[-keep:])
+    @property
+    def own(self) -> tuple[Member, ...]:
+        """The members added since the history was read."""
+        return tuple(m for m in self.members if m.run >= self.read_runs)
+
+    def merged_onto(self, head: MemberHistory) -> MemberHistory:
+        """This history's own members added, as one run, to ``head`` (a history another run stored
+        after this one was read): no member of either is lost; numbers and ages follow ``head``.
+        The cap is this history's (``max_members``)."""
+        own = [(m.seed, m.feature_names, m.scores, m.seconds, m.fingerprint) for m in self.own]
+        merged = head.add_run(own, self.max_members or len(head.members) + len(own))
+        return replace(merged, read_runs=head.runs, version=head.version, problem=None, afresh=False)
 
     def check_for(self, feature_names: Sequence[str]) -> None:
         """Raise :class:`HistoryError` when the history shares no feature with the table."""
@@ -152,6 +186,59 @@ class MemberHistory:
                                f"this table's {len(current)}")
 
 
+@dataclass(frozen=True)
+class Continuation:
+    """Where a run stands with its data source's history: what it builds on and its members' seed.
+
+    Attributes
+    ----------
+    history : MemberHistory
+        The history the run's members are added to (empty when it starts afresh or does not carry).
+    seed : int
+        The seed the run trains from: ``member_seed(seed, history.next_index)``.
+    note : str or None
+        Why a stored history was not used (the run starts afresh), else None.
+    """
+
+    history: MemberHistory
+    seed: int
+    note: str | None = None
+
+
+def usable_history(stored: MemberHistory, feature_names: Sequence[str], reset: bool = False
+                   ) -> tuple[MemberHistory, str | None]:
+    """The history a carrying run builds on, and why the stored one was set aside (None when it was not).
+
+    With ``reset``, a history the reader could not use (``stored.problem``)
+    or one sharing no feature name with the table, the run starts afresh: an
+    empty history marked ``afresh``, whose save starts a new history.
+    """
+    fresh = MemberHistory(data_source=stored.data_source, afresh=True)
+    if reset:
+        return fresh, "history.reset: this run starts the member history afresh"
+    if stored.problem is not None:
+        return fresh, f"{stored.problem}; this run starts the member history afresh"
+    try:
+        stored.check_for(feature_names)
+    except HistoryError as err:
+        return fresh, f"{err}; this run starts the member history afresh"
+    return stored, None
+
+
+def continue_history(stored: MemberHistory, feature_names: Sequence[str], seed: int, carry: bool = True,
+                     reset: bool = False) -> Continuation:
+    """The history a run builds on and the seed it trains from (module docstring, "Seeds").
+
+    Without ``carry`` the run is one run at ``seed``, as if no history
+    existed; otherwise it builds on :func:`usable_history` and its members
+    are numbered from that history's ``next_index``.
+    """
+    if not carry:
+        return Continuation(MemberHistory(data_source=stored.data_source), int(seed))
+    history, note = usable_history(stored, feature_names, reset)
+    return Continuation(history, member_seed(seed, history.next_index), note)
+
+
 def age_weights(members: Sequence[Member], current_run: int, half_life: float) -> np.ndarray:
     """``2^(-age / half_life)`` per member, age = ``current_run - member.run``; all 1 for an infinite half-life."""
     ages = np.array([current_run - m.run for m in members], dtype=np.float64)
@@ -160,46 +247,22 @@ def age_weights(members: Sequence[Member], current_run: int, half_life: float) -
     return np.exp2(-ages / half_life)
 
 
-@dataclass
-class CarriedConsensus:
-    """The carried members combined over the current table's features.
-
-    Attributes
-    ----------
-    scores : ndarray of shape (d,)
-        What orders the features: the weighted mean rank score (``mean_rank``),
-        or the weighted top-k* share (``frequency``).
-    mean_rank : ndarray of shape (d,)
-        The weighted mean rank score over the members that saw each feature.
-    order : ndarray of shape (d,)
-        Feature indices of the current table, best first.
-    frequency : dict of int to ndarray of shape (d,)
-        Per k: the weighted share of the members that saw a feature whose first k include it.
-    seen : ndarray of shape (d,)
-        How many members saw each feature.
-    weights : ndarray of shape (members,)
-        Each member's age weight.
-    member_orders : list of ndarray
-        Each member's order of the current features it saw (indices of the current table).
-    """
-
-    scores: np.ndarray
-    mean_rank: np.ndarray
-    order: np.ndarray
-    frequency: dict[int, np.ndarray]
-    seen: np.ndarray
-    weights: np.ndarray
-    member_orders: list[np.ndarray]
-
-
 def combine_history(history: MemberHistory, feature_names: Sequence[str], half_life: float,
-                    k_values: Sequence[int], rule: str = "mean_rank") -> CarriedConsensus:
+                    k_values: Sequence[int], rule: str = "mean_rank") -> Consensus:
     """Combine every member of ``history`` over the table's ``feature_names`` (module docstring).
 
     The current run's members are the history's last run (``history.runs - 1``).
+
+    Returns
+    -------
+    Consensus
+        ``scores``: the weighted mean rank score (``mean_rank``) or the
+        weighted top-k* share (``frequency``); ``member_orders``: each member's
+        order of the current features it saw; ``frequency`` per k; ``seen``
+        and ``weights``.
     """
-    if rule not in RULES:
-        raise ValueError(f"unknown history rule {rule!r}; use {' or '.join(RULES)}")
+    if rule not in HISTORY_RULES:
+        raise ValueError(f"unknown history rule {rule!r}; use {' or '.join(HISTORY_RULES)}")
     if not history.members:
         raise HistoryError("the member history is empty: nothing to combine")
     names = [str(n) for n in feature_names]
@@ -237,4 +300,25 @@ def combine_history(history: MemberHistory, feature_names: Sequence[str], half_l
         scores = frequency[min(counts)] if counts else mean_rank
         # lexsort: the last key sorts first; the index breaks what both leave tied
         order = np.lexsort((np.arange(d), -mean_rank, -scores))
-    return CarriedConsensus(scores, mean_rank, order, frequency, seen, weights, orders)
+    agreement = {k: mean_pairwise_jaccard([o[:k] for o in orders]) for k in counts}
+    return Consensus(scores=scores, order=order, member_orders=orders, frequency=frequency,
+                     member_jaccard=agreement, seen=seen, weights=weights)
+
+
+def carry(history: MemberHistory, members: Sequence[tuple[int, Sequence[str], np.ndarray, float, str]],
+          feature_names: Sequence[str], config: HistoryConfig, k_values: Sequence[int],
+          laplacian: np.ndarray | None = None, laplacian_weight: float = 0.0) -> tuple[MemberHistory, Consensus]:
+    """A carrying run's step: add its ``members`` to ``history`` and combine everything kept.
+
+    ``members`` as for :meth:`MemberHistory.add_run`. With ``laplacian_weight``
+    > 0 (``consensus.laplacian_weight``) and two members or more, the rank of
+    the Laplacian score is mixed in as for one run's consensus.
+    """
+    carried = history.add_run(members, config.max_members)
+    combined = combine_history(carried, feature_names, config.half_life, k_values, config.rule)
+    if len(carried.members) > 1 and laplacian_weight > 0:
+        if laplacian is None:
+            raise ValueError("consensus.laplacian_weight > 0 needs the Laplacian scores")
+        combined.scores = fuse_laplacian(combined.scores, laplacian, laplacian_weight)
+        combined.order = feature_order(combined.scores)
+    return carried, combined

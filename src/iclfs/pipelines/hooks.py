@@ -27,7 +27,9 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import urllib.error
 import urllib.parse
+import urllib.request
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -242,24 +244,45 @@ def ensure_experiment(uri: str, name: str | None) -> None:
             raise
 
 
-def check_tracking_server(uri: str, timeout: float = 5.0) -> None:
-    """Raise :class:`TrackingUnavailableError` when an ``http(s)`` tracking URI's host does not accept a connection.
+#: How long a tracking server may take to answer, and how often MLflow's client tries again, for this run
+#: (where the user has not set them): a server that never answers fails the run in seconds, not in 7 x 120 s.
+MLFLOW_TIMEOUTS = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "10", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1"}
 
-    Only the host and port are tried; the message shows the URI with its credentials masked.
-    Other URIs (``sqlite:///...``, a folder) are not servers and pass.
+
+def check_tracking_server(uri: str, timeout: float = 5.0) -> None:
+    """Raise :class:`TrackingUnavailableError` when an ``http(s)`` tracking URI's server does not answer.
+
+    The host must accept a connection and answer an HTTP request within
+    ``timeout`` seconds; any answer will do (credentials, paths and
+    authentication are kedro-mlflow's business). The message shows the URI
+    with its credentials masked. Other URIs (``sqlite:///...``, a folder) are
+    not servers and pass. MLflow's own client gets short timeouts too
+    (:data:`MLFLOW_TIMEOUTS`).
     """
     if not uri.startswith(("http://", "https://")):
         return
+    for key, value in MLFLOW_TIMEOUTS.items():
+        os.environ.setdefault(key, value)
     parts = urllib.parse.urlsplit(uri)
     port = parts.port or (443 if parts.scheme == "https" else 80)
+    advice = ("nothing was run. Start the server, or track locally by setting server.mlflow_tracking_uri: "
+              "sqlite:///mlflow.db in conf/local/mlflow.yml.")
     try:
         with socket.create_connection((parts.hostname, port), timeout=timeout):
-            return
+            pass
     except OSError as err:
         raise TrackingUnavailableError(
             f"the MLflow tracking server {mask_credentials(uri)} (server.mlflow_tracking_uri in mlflow.yml) "
-            f"does not answer ({err.strerror or err}); nothing was run. Start the server, or track locally by "
-            "setting server.mlflow_tracking_uri: sqlite:///mlflow.db in conf/local/mlflow.yml."
+            f"does not answer ({err.strerror or err}); {advice}") from None
+    health = urllib.parse.urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], "/health", "", ""))
+    try:
+        urllib.request.urlopen(health, timeout=timeout).close()  # noqa: S310  (the user's own server)
+    except urllib.error.HTTPError:
+        return  # it answered
+    except (OSError, TimeoutError) as err:
+        raise TrackingUnavailableError(
+            f"the MLflow tracking server {mask_credentials(uri)} (server.mlflow_tracking_uri in mlflow.yml) accepts "
+            f"connections but does not answer within {timeout:g} s ({getattr(err, 'reason', err)}); {advice}"
         ) from None
 
 
@@ -322,8 +345,8 @@ def summary_lines(outputs: set, catalog: Any) -> list[str]:
         lines.append(f"top {min(10, len(listing))}: {top}")
     evaluation = _load(catalog, "evaluation_summary", outputs)
     if evaluation and evaluation.get("labels"):
-        lines.append(f"best k = {evaluation['best_k']}: k-means accuracy {100 * evaluation['best_accuracy_mean']:.1f} % "
-                     f"(NMI {100 * evaluation['best_nmi_mean']:.1f} %)")
+        lines.append(f"best k = {evaluation['best_k']}: k-means accuracy "
+                     f"{100 * evaluation['best_accuracy_mean']:.1f} % (NMI {100 * evaluation['best_nmi_mean']:.1f} %)")
     stability = _load(catalog, "selection_stability", outputs)
     if stability is not None:
         if stability.get("previous_version") is None:
@@ -333,4 +356,8 @@ def summary_lines(outputs: set, catalog: Any) -> list[str]:
             if "jaccard" in row:
                 lines.append(f"stability: Jaccard {row['jaccard']:.2f} with the run of {stability['previous_version']}"
                              f" ({len(row['entered'])} entered, {len(row['left'])} left)")
+        from iclfs.pipelines.publish.report import stability_sentences
+
+        lines.extend(stability_sentences(stability))
     return lines
+

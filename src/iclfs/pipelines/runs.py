@@ -10,11 +10,12 @@ record, so its partial versions are never taken for a run.
 
 A stage run alone (``kedro run --pipelines ranking``) reads artifacts that
 earlier runs wrote. Before any node runs, each of them is pinned to the
-newest version a *complete* run wrote; the versions chosen must belong
-together (no artifact may come from two runs in their records: member scores
-trained on one table are never labelled with another table's names), and
-each file must still be what its run wrote. Otherwise the stage run is
-refused with a message naming the versions that disagree.
+newest version a *complete* run wrote; the versions chosen must come from
+runs on one table (the same input fingerprint: member scores trained on one
+table are never labelled with another table's names), and each file must
+still be what its run wrote. Otherwise the stage run is refused with a
+message naming the versions that disagree. A stage run's own record carries
+the fingerprint of the table its inputs came from.
 """
 
 from __future__ import annotations
@@ -92,18 +93,13 @@ def read_records(record: AbstractVersionedDataset) -> list[dict]:
     return records
 
 
-def lineage(record: dict) -> dict[str, str]:
-    """Every artifact a run wrote or read, with its version."""
-    return {**{name: entry["version"] for name, entry in record.get("read", {}).items()},
-            **{name: entry["version"] for name, entry in record.get("wrote", {}).items()}}
-
-
 def choose_versions(needed: list[str], records: list[dict], source: str = "this data source"
                     ) -> dict[str, tuple[str, dict]]:
     """For each needed artifact, the newest complete run that wrote it: ``{name: (version, record)}``.
 
     Raises :class:`RunRecordError` when one was never written by a complete
-    run, or when the chosen runs disagree on an artifact they both used.
+    run, or when the chosen runs worked on different tables (their input
+    fingerprints differ: one run's scores would be read with another's names).
     """
     chosen = {}
     for name in needed:
@@ -113,24 +109,28 @@ def choose_versions(needed: list[str], records: list[dict], source: str = "this 
                 f"data source {source!r}: no complete run wrote {name}, which this pipeline reads. Run the stages "
                 f"before it first (kedro run --pipelines select, or the stage that writes {name})")
         chosen[name] = (run["wrote"][name]["version"], run)
-    seen: dict[str, tuple[str, str]] = {}
+    tables = {}
     for name, (version, run) in chosen.items():
-        for used, used_version in lineage(run).items():
-            if used in seen and seen[used][0] != used_version:
-                other_version, other = seen[used]
-                raise RunRecordError(
-                    f"the newest complete versions of this stage's inputs come from runs that disagree: {name} "
-                    f"(run {version}) used {used} {used_version}, but {other} used {used} {other_version}. "
-                    "Run the stages in order again (kedro run --pipelines select, or from data_processing on)")
-            seen.setdefault(used, (used_version, name))
+        tables.setdefault(run.get("fingerprint"), []).append(f"{name} (run {version})")
+    if len(tables) > 1:
+        shown = "; ".join(f"{', '.join(names)} from the table {str(fingerprint)[:12]}"
+                          for fingerprint, names in tables.items())
+        raise RunRecordError(
+            f"data source {source!r}: the newest complete versions of this stage's inputs come from runs on "
+            f"different tables: {shown}. Run the stages in order again (kedro run --pipelines select, or from "
+            "data_processing on)")
     return chosen
 
 
 class RunRecordHook:
     """Write each complete run's record; pin a stage run's inputs to one run's versions; clean a failed run."""
 
+    def __init__(self) -> None:
+        self._inherited: str | None = None  # the table fingerprint a stage run's inputs come from
+
     @hook_impl
     def before_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
+        self._inherited = None
         if RECORD not in catalog:
             return
         needed = _artifacts(pipeline.inputs(), catalog)
@@ -138,6 +138,7 @@ class RunRecordHook:
             return
         record = catalog.get(RECORD)
         chosen = choose_versions(sorted(needed), read_records(record), _source(record))
+        self._inherited = next(iter(chosen.values()))[1].get("fingerprint")
         for name, (version, run) in chosen.items():
             dataset = needed[name]
             expected = run["wrote"][name].get("sha256")
@@ -167,7 +168,7 @@ class RunRecordHook:
             "pipelines": run_params.get("pipeline_names") or [run_params.get("pipeline_name") or "__default__"],
             "finished": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "input": (run_params.get("runtime_params") or {}).get("input"),
-            "fingerprint": _fingerprint(catalog, written, read),
+            "fingerprint": _fingerprint(catalog, written, read) or self._inherited,
             "wrote": written,
             "read": read,
         }

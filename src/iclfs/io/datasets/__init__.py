@@ -6,6 +6,7 @@ absent, and a run reads the versions it wrote itself (:mod:`.versioned`).
 
 from .cells_dataset import CellsDataset
 from .feature_table_dataset import FeatureTableDataset
+from .member_history_dataset import MemberHistoryDataset, MemberHistoryView
 from .numpy_dataset import NumpyDataset
 from .previous_version_dataset import PreviousVersionDataset
 from .state_dict_dataset import StateDictDataset
@@ -18,6 +19,8 @@ __all__ = [
     "FeatureTableDataset",
     "JSONDataset",
     "MatplotlibDataset",
+    "MemberHistoryDataset",
+    "MemberHistoryView",
     "NumpyDataset",
     "ParquetDataset",
     "PreviousVersionDataset",

@@ -74,7 +74,8 @@ class _NumpyFile(AbstractVersionedDataset[Any, Any]):
         buffer = io.BytesIO()
         if self._compressed:
             if not isinstance(data, dict):
-                raise DatasetError(f"NumpyDataset({self._filepath}): .npz needs a dict of arrays, got {type(data).__name__}")
+                raise DatasetError(f"NumpyDataset({self._filepath}): .npz needs a dict of arrays, "
+                                   f"got {type(data).__name__}")
             np.savez(buffer, **{name: _to_numpy(value) for name, value in data.items()})
         else:
             np.save(buffer, _to_numpy(data), allow_pickle=False)

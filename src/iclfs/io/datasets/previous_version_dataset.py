@@ -20,6 +20,8 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
     ``records`` (the run records' file, ``run_record.json``), only the
     versions of complete runs count: a killed run's partial version is never
     the previous list. With no earlier version it returns an empty DataFrame.
+    With ``count``, it returns the ``count`` newest earlier versions in one
+    table, oldest first, with a ``version`` column.
 
     Example ``catalog.yml`` entry::
 
@@ -30,7 +32,11 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
     """
 
     def __init__(self, *, filepath: str, version: Version | None = None, records: str | None = None,
-                 load_args: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None) -> None:
+                 count: int | None = None, load_args: dict[str, Any] | None = None,
+                 metadata: dict[str, Any] | None = None) -> None:
+        if count is not None and (not isinstance(count, int) or count < 1):
+            raise DatasetError(f"PreviousVersionDataset({filepath}): count must be a positive integer, got {count!r}")
+        self._count = count
         protocol, path = get_protocol_and_path(filepath, version)
         self._records = None if records is None else PurePosixPath(get_protocol_and_path(records)[1])
         self._load_args = dict(load_args or {})
@@ -42,6 +48,11 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
 
     def previous_version(self) -> str | None:
         """The newest saved version older than this run's, or None."""
+        older = self.previous_versions()
+        return older[-1] if older else None
+
+    def previous_versions(self) -> list[str]:
+        """Every saved version older than this run's (of complete runs, with ``records``), oldest first."""
         current = self._version.save if self._version is not None else None
         pattern = str(self._filepath / "*" / self._filepath.name)
         found = sorted(PurePosixPath(p).parent.name for p in self._fs.glob(pattern))
@@ -49,17 +60,24 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
             complete = {PurePosixPath(p).parent.name
                         for p in self._fs.glob(str(self._records / "*" / self._records.name))}
             found = [v for v in found if v in complete]
-        older = [v for v in found if current is None or v < current]
-        return older[-1] if older else None
+        return [v for v in found if current is None or v < current]
+
+    def _read(self, version: str) -> pd.DataFrame:
+        from .versioned import CSVDataset
+
+        return CSVDataset(filepath=str(self._filepath), version=Version(version, None),
+                          load_args=self._load_args).load()
 
     def load(self) -> pd.DataFrame:
+        if self._count is not None:
+            versions = self.previous_versions()[-self._count:]
+            if not versions:
+                return pd.DataFrame()
+            return pd.concat([self._read(v).assign(version=v) for v in versions], ignore_index=True)
         version = self.previous_version()
         if version is None:
             return pd.DataFrame()
-        from .versioned import CSVDataset
-
-        frame = CSVDataset(filepath=str(self._filepath), version=Version(version, None),
-                           load_args=self._load_args).load()
+        frame = self._read(version)
         frame.attrs["version"] = version
         return frame
 

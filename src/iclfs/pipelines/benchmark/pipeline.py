@@ -31,8 +31,9 @@ def _baselines_node() -> Node:
 
 def dataset_pipeline() -> Pipeline:
     """Everything one dataset needs, un-namespaced: ICLFS, the baselines, their cells."""
-    stages = sum((stage.create_pipeline() for stage in (data_processing, training, laplacian, ranking, lgrc)),
-                 Pipeline([]))
+    # The benchmark's method is one run: no member history is read or carried.
+    stages = (data_processing.create_pipeline() + training.create_pipeline(carry_history=False)
+              + laplacian.create_pipeline() + ranking.create_pipeline(carry_history=False) + lgrc.create_pipeline())
     return stages + Pipeline([
         Node(evaluate_iclfs, inputs=[*_COMMON, "selected_features", "training_history", "parameters"],
              outputs="iclfs_cells", name="evaluate_iclfs"),

@@ -9,7 +9,7 @@ import pandas as pd
 from iclfs.method.config import SelectionConfig
 from iclfs.method.k_choice import choose_k
 from iclfs.method.preprocessing import DataValidationError, FeatureTable, as_numeric_matrix
-from iclfs.method.stability import compare_selections
+from iclfs.method.stability import compare_selections, nogueira, nogueira_of
 from iclfs.pipelines.figures import score_distribution_figure
 from iclfs.pipelines.frames import frequencies, selections
 from iclfs.pipelines.publish import report
@@ -78,33 +78,83 @@ def reduce_data(raw_data: FeatureTable, selected_feature_list: pd.DataFrame, gro
     return reduced
 
 
-def compare_with_previous(selected_features: pd.DataFrame, previous_selected_features: pd.DataFrame) -> tuple[dict, dict]:
-    """Per k: Jaccard overlap, rank correlation, entered and left features against the previous run.
+def compare_with_previous(selected_features: pd.DataFrame, previous_selected_features: pd.DataFrame,
+                          selected_feature_list: pd.DataFrame, previous_feature_lists: pd.DataFrame,
+                          feature_ranking: pd.DataFrame, history_start: dict) -> tuple[dict, dict]:
+    """How steady the selection is: against the previous run, between the last lists, between the members.
 
     Returns
     -------
     selection_stability : dict
-        ``{"previous_version": ..., "per_k": {k: {...}}}``, or
-        ``{"previous_version": None, "message": ...}`` on the first run.
+        ``previous_version`` and ``per_k`` (Jaccard overlap, rank correlation,
+        entered and left features per k against the previous run; a
+        ``message`` instead on the first run); ``nogueira`` with Nogueira's
+        Phi and its 95 % interval between the ``lists`` handed on by this run
+        and the last complete runs, and between the ``members``' first k of
+        the list's k (each None with fewer than two); ``history`` (carrying,
+        the members combined, why a stored history was set aside).
     stability_metrics : dict
-        MLflow metrics (Jaccard and rank correlation, step = k).
+        MLflow metrics: Jaccard and rank correlation (step = k); Nogueira's
+        ``nogueira_lists`` and ``nogueira_members`` with their bounds.
     """
+    summary: dict = {"previous_version": None}
+    metrics: dict = {}
     if previous_selected_features.empty:
-        return {"previous_version": None, "message": "first run for this data source: nothing to compare"}, {}
-    per_k = {}
-    for k, group in selected_features.groupby("k"):
-        before = previous_selected_features[previous_selected_features["k"] == k]
-        if before.empty:
-            per_k[int(k)] = {"message": f"k = {k} was not selected in the previous run"}
-            continue
-        per_k[int(k)] = compare_selections(before.sort_values("rank")["feature_name"].astype(str).tolist(),
-                                           group.sort_values("rank")["feature_name"].astype(str).tolist())
-    metrics = {
-        name: [{"value": float(v[name]), "step": k} for k, v in per_k.items() if v.get(name) is not None]
-        for name in ("jaccard", "rank_correlation")
-    }
-    summary = {"previous_version": previous_selected_features.attrs.get("version"), "per_k": per_k}
-    return summary, {name: values for name, values in metrics.items() if values}
+        summary["message"] = "first run for this data source: nothing to compare"
+    else:
+        per_k = {}
+        for k, group in selected_features.groupby("k"):
+            before = previous_selected_features[previous_selected_features["k"] == k]
+            if before.empty:
+                per_k[int(k)] = {"message": f"k = {k} was not selected in the previous run"}
+                continue
+            per_k[int(k)] = compare_selections(before.sort_values("rank")["feature_name"].astype(str).tolist(),
+                                               group.sort_values("rank")["feature_name"].astype(str).tolist())
+        summary.update(previous_version=previous_selected_features.attrs.get("version"), per_k=per_k)
+        for name in ("jaccard", "rank_correlation"):
+            values = [{"value": float(v[name]), "step": k} for k, v in per_k.items() if v.get(name) is not None]
+            if values:
+                metrics[name] = values
+    k = len(selected_feature_list)
+    names = feature_ranking["feature_name"].astype(str).tolist()
+    lists = list_stability(selected_feature_list, previous_feature_lists, names)
+    members = member_stability(feature_ranking, k)
+    summary["nogueira"] = {"k": k, "lists": lists, "members": members}
+    summary["history"] = {"carry": bool(history_start.get("carry")), "members": _members_in(feature_ranking),
+                          "note": history_start.get("note")}
+    for key, value in (("lists", lists), ("members", members)):
+        if value is not None and np.isfinite(value["phi"]):
+            for part in ("phi", "lower", "upper"):
+                suffix = "" if part == "phi" else f"_{part}"
+                metrics[f"nogueira_{key}{suffix}"] = [{"value": float(value[part]), "step": k}]
+    return summary, metrics
+
+
+def _members_in(feature_ranking: pd.DataFrame) -> int:
+    columns = [c for c in feature_ranking.columns if c.startswith("member_") and c.endswith("_rank")]
+    return max(len(columns), 1)
+
+
+def list_stability(selected_feature_list: pd.DataFrame, previous_feature_lists: pd.DataFrame,
+                   feature_names: list[str]) -> dict | None:
+    """Nogueira's Phi between this run's list and the lists the last complete runs handed on, oldest first."""
+    current = selected_feature_list["feature_name"].astype(str).tolist()
+    if previous_feature_lists.empty:
+        return None
+    earlier = [(version, group.sort_values("rank")["feature_name"].astype(str).tolist())
+               for version, group in previous_feature_lists.groupby("version", sort=True)]
+    selections = [names for _, names in earlier] + [current]
+    universe = list(dict.fromkeys([*feature_names, *(n for names in selections for n in names)]))
+    return {**nogueira_of(selections, universe).as_dict(), "versions": [v for v, _ in earlier]}
+
+
+def member_stability(feature_ranking: pd.DataFrame, k: int) -> dict | None:
+    """Nogueira's Phi between the members' first k (their ``member_<i>_rank`` columns), None with one member."""
+    columns = [c for c in feature_ranking.columns if c.startswith("member_") and c.endswith("_rank")]
+    if len(columns) < 2:
+        return None
+    ranks = feature_ranking[columns].to_numpy(dtype=np.float64, na_value=np.nan)
+    return nogueira((ranks <= k).T).as_dict()  # a member that did not see a feature never selected it
 
 
 def plot_score_distribution(feature_ranking: pd.DataFrame, selected_feature_list: pd.DataFrame) -> plt.Figure:

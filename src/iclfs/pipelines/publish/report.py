@@ -238,12 +238,29 @@ def pca_section(standardized_data: np.ndarray, selected_feature_list: pd.DataFra
     return section_html("pca", figure_html(fig, "PCA of the samples on all and on the selected features", caption))
 
 
+def stability_sentences(selection_stability: Mapping) -> list[str]:
+    """The carried history and Nogueira's Phi with its interval, one sentence each (the run summary's too)."""
+    lines = []
+    history = selection_stability.get("history") or {}
+    if history.get("carry"):
+        lines.append(f"member history: {history.get('members')} member(s) combined"
+                     + (f"; {history['note']}" if history.get("note") else ""))
+    found = selection_stability.get("nogueira") or {}
+    for key, what in (("lists", "the last {n} lists"), ("members", "the {n} members' first k")):
+        value = found.get(key)
+        if value and value.get("phi") is not None and value["phi"] == value["phi"]:  # nan: no spread
+            lines.append(f"Nogueira's Phi over {what.format(n=value['selections'])}: {value['phi']:.2f} "
+                         f"(95 % interval {value['lower']:.2f} to {value['upper']:.2f})")
+    return lines
+
+
 def stability_section(selection_stability: Mapping, k: int) -> str:
-    """The overlap with the previous run's selection, per k (the chosen k first)."""
+    """Nogueira's Phi, and the overlap with the previous run's selection per k (the chosen k first)."""
+    sentences = "".join(f"<p>{esc(line)}.</p>" for line in stability_sentences(selection_stability))
     previous = selection_stability.get("previous_version")
     if previous is None:
-        return section_html("stability", note(selection_stability.get("message")
-                                              or "first run for this data source: nothing to compare"))
+        return section_html("stability", sentences + note(selection_stability.get("message")
+                                                          or "first run for this data source: nothing to compare"))
     per_k = {int(kk): value for kk, value in (selection_stability.get("per_k") or {}).items()}
     rows = []
     for kk in sorted(per_k, key=lambda value: (value != k, value)):
@@ -253,7 +270,7 @@ def stability_section(selection_stability: Mapping, k: int) -> str:
                      "entered": ", ".join(map(str, value.get("entered", []))),
                      "left": ", ".join(map(str, value.get("left", []))),
                      "note": value.get("message", "")})
-    body = f"<p>Compared with the selection of version {esc(previous)}.</p>"
+    body = sentences + f"<p>Compared with the selection of version {esc(previous)}.</p>"
     body += html_table(pd.DataFrame(rows), classes={"entered": "text", "left": "text", "note": "text"})
     return section_html("stability", body)
 

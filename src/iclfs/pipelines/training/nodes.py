@@ -2,18 +2,50 @@
 
 from __future__ import annotations
 
+import logging
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from iclfs.distributed import train_members_here
-from iclfs.method.config import SCORE_NAMES, ConsensusConfig, RuntimeConfig, TrainingConfig, ViewConfig
+from iclfs.method.config import SCORE_NAMES, ConsensusConfig, HistoryConfig, RuntimeConfig, TrainingConfig, ViewConfig
+from iclfs.method.history import MemberHistory, continue_history
 from iclfs.method.members import state_dicts
 from iclfs.pipelines.figures import training_loss_figure
 
+LOGGER = logging.getLogger(__name__)
+
+
+def start_history(previous_member_history: MemberHistory, feature_names: list[str], history: dict,
+                  seed: int) -> dict:
+    """Where this run stands with the data source's member history, and the seed its members train from.
+
+    Returns
+    -------
+    history_start : dict
+        ``carry``, ``seed`` (``seed`` itself without carrying or on a fresh
+        history; else the seed of the history's next member number),
+        ``members`` and ``runs`` carried so far, ``version`` (the stored
+        history built on) and ``note`` (why a stored history was set aside).
+    """
+    config = HistoryConfig.from_dict(history)
+    start = continue_history(previous_member_history, feature_names, seed, carry=config.carry, reset=config.reset)
+    if start.note is not None:
+        LOGGER.warning("%s", start.note)
+    return {"carry": config.carry, "seed": start.seed, "members": len(start.history.members),
+            "runs": start.history.runs, "next_index": start.history.next_index, "version": start.history.version,
+            "note": start.note}
+
 
 def train_model(inverted_data: np.ndarray, training: dict, views: dict, runtime: dict, consensus: dict,
-                seed: int) -> tuple[dict, pd.DataFrame, dict[str, np.ndarray], list[float]]:
+                history_start: dict) -> tuple[dict, pd.DataFrame, dict[str, np.ndarray], list[float]]:
+    """:func:`train_one_run` at ``history_start["seed"]`` (``params:seed`` unless the run carries members)."""
+    return train_one_run(inverted_data, training, views, runtime, consensus, int(history_start["seed"]))
+
+
+def train_one_run(inverted_data: np.ndarray, training: dict, views: dict, runtime: dict, consensus: dict,
+                  seed: int) -> tuple[dict, pd.DataFrame, dict[str, np.ndarray], list[float]]:
     """Train every member on the (d, n) inverted map and score the features with each.
 
     Returns
@@ -27,7 +59,7 @@ def train_model(inverted_data: np.ndarray, training: dict, views: dict, runtime:
         attention kernel, InfoNCE block rows, regime and schedule used. CPU
         results are bit-identical at the same seed and thread count.
     member_scores : dict of str to ndarray of shape (members, d)
-        The paper's four scores of method.md §5 by each member, and ``seed`` (members,).
+        The paper's four scores of method.md §5 by each member, ``seed`` and ``seconds`` (members,).
     training_loss : list of float
         Every epoch's loss, member after member, for the MLflow metric history.
     """
@@ -56,6 +88,7 @@ def train_model(inverted_data: np.ndarray, training: dict, views: dict, runtime:
     history = pd.concat(frames, ignore_index=True)
     scores = {name: np.array([m.scores[name] for m in members]) for name in SCORE_NAMES}
     scores["seed"] = np.array([m.plan.seed for m in members], dtype=np.int64)
+    scores["seconds"] = np.array([m.seconds for m in members], dtype=np.float64)
     return state_dicts(members), history, scores, history["loss"].tolist()
 
 

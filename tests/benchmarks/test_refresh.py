@@ -1,0 +1,99 @@
+"""The refresh simulation's command on a tiny store: draws, seeds, resuming, lists, cells, study and report."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from benchmarks import refresh
+from iclfs.io.synthetic import make_synthetic
+from iclfs.method.history import member_seed
+
+
+def tiny(dataset: str, r: int, data_dirs) -> object:
+    """60 features x 30 samples, two classes; after DRIFT_AT the informative features move (the drift case)."""
+    return make_synthetic(n_samples=30, n_classes=2, n_informative=6, n_redundant=0, n_noise=54,
+                          seed=1 if r < refresh.DRIFT_AT else 2)
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """A store with 12 trained refreshes per deployment, scored by a stand-in that favours the informative ones."""
+    monkeypatch.setattr(refresh, "load_table", tiny)
+    calls = []
+
+    def scored(table, samples, seed, threads):
+        calls.append((seed, len(samples)))
+        noise = np.random.default_rng(seed).normal(scale=0.5, size=table.X.shape[1])
+        informative = np.zeros(table.X.shape[1])
+        informative[table.informative_features] = 1.0
+        return informative + noise, 0.25
+
+    monkeypatch.setattr(refresh, "train_refresh", scored)
+    refresh.train(["tiny"], {"tiny": 12}, refresh.DEPLOYMENTS, tmp_path, (), threads=1)
+    refresh.calls = calls
+    return tmp_path
+
+
+def test_each_refresh_draws_ninety_percent_with_its_own_seed_and_a_rerun_resumes(store):
+    assert refresh.calls == [(member_seed(d, r), 27) for d in refresh.DEPLOYMENTS for r in range(12)]
+    refresh.calls.clear()
+    refresh.train(["tiny"], {"tiny": 13}, refresh.DEPLOYMENTS, store, (), threads=1)
+    assert refresh.calls == [(member_seed(d, 12), 27) for d in refresh.DEPLOYMENTS]  # only what was missing
+    a, b = (refresh.refresh_samples(100, 42, r) for r in (0, 1))
+    assert len(a) == 90 and not np.array_equal(a, b) and np.array_equal(a, refresh.refresh_samples(100, 42, 0))
+    assert not np.array_equal(a, refresh.refresh_samples(100, 43, 0))  # each deployment its own draws
+
+
+def test_the_cells_record_every_measure_per_method_and_refresh(store):
+    cells = refresh.report_cells("tiny", store, ())
+    carried = refresh.chosen().name
+    methods = {key.split("/")[2] for key in cells}
+    assert len(methods) == 4 and all(key.startswith("refresh/tiny/") for key in cells)
+    table = pd.concat(cells.values())
+    assert set(table["method"]) == {refresh.ONE, carried, "LS", "NDFS"}
+    assert len(table) == 4 * 2 * 12
+    later = table[table["refresh"] > 1]
+    for column in ("jaccard_previous", "phi_previous", "jaccard_deployments", "phi_deployments", "accuracy"):
+        assert later[column].notna().all(), column
+    ones = table[table["method"] == refresh.ONE]
+    assert (ones["seconds"] >= 0.25).all() and table.loc[table["method"] == "LS", "seconds"].isna().all()
+    # carrying steadies the list: the carried list moves less than one run's from refresh to refresh
+    assert (table.loc[table["method"] == carried, "jaccard_previous"].mean()
+            > ones["jaccard_previous"].mean())
+
+
+def test_the_report_states_every_target_with_its_measure(store):
+    cells = refresh.report_cells("tiny", store, ())
+    results = pd.concat(cells.values())
+    results["dataset"] = "lung_small"  # stands in for a reported dataset
+    cost = refresh.history_cost(n_features=200, members=4, repeats=1)
+    assert set(cost) == {"read", "combine", "store"} and all(v >= 0 for v in cost.values())
+    text = refresh.report_markdown(results, cost, {"lung_small": 6.0}, "python -m benchmarks.refresh report", 1.0)
+    assert text.count("| yes |") + text.count("| no |") == 6
+    assert "lung_small 0.00 h" in text and "| lung_small | 12 | LS |" in text
+
+
+def test_drift_passes_only_when_half_the_new_features_arrive_within_two_half_lives():
+    rows = [{"deployment": d, "refresh": r, "informative_at_50": 15 if r >= refresh.DRIFT_AT + 1 + lag else 2}
+            for d, lag in ((42, 3), (43, 6)) for r in range(1, 30)]
+    table = pd.DataFrame(rows)
+    assert refresh.drift_passes(table, half_life=4) == (True, 6)
+    assert refresh.drift_passes(table, half_life=2) == (False, 6)
+    never = table.assign(informative_at_50=2)
+    assert refresh.drift_passes(never, half_life=math.inf) == (False, None)
+
+
+def test_the_studys_winner_follows_the_rule_fixed_in_advance():
+    def row(rule, half_life, cap, drift, points, agreement):
+        return {"candidate": f"{rule} {half_life} {cap}", "rule": rule, "half_life": half_life, "max_members": cap,
+                "drift": drift, "points": points, "mean_agreement": agreement}
+
+    table = pd.DataFrame([row("mean_rank", 4.0, 16, True, 7, 0.5), row("frequency", 8.0, 64, True, 8, 0.3),
+                          row("mean_rank", math.inf, 64, False, 9, 0.9), row("mean_rank", 8.0, 64, True, 8, 0.3)])
+    best = refresh.winner(table)  # the drift failure cannot win; a tie on points and agreement goes to mean_rank
+    assert best["rule"] == "mean_rank" and best["half_life"] == 8.0
+    assert refresh.winner(table.assign(drift=False)) is None

@@ -1,0 +1,129 @@
+"""The stored member history: exact names, versions never rewritten, HEAD, merges, unusable versions."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from kedro.io.core import DatasetError, Version
+
+from iclfs.io.datasets import MemberHistoryDataset, MemberHistoryView
+from iclfs.method.history import MemberHistory
+
+NAMES = ["042", "NA", "", "ünïcode ☃", "x" * 5000, " padded ", "=1+1", "1.0", "01", "tab\there"]
+
+
+def dataset(folder, version, source="t"):
+    return MemberHistoryDataset(filepath=str(folder / "member_history.npz"), data_source=source,
+                                version=Version(None, version))
+
+
+def view(folder, source="t"):
+    return MemberHistoryView(filepath=str(folder / "member_history.npz"), data_source=source)
+
+
+def grown(history: MemberHistory, seed: int, names=NAMES, fingerprint="f") -> MemberHistory:
+    scores = np.random.default_rng(seed).normal(size=len(names))
+    return history.add_run([(seed, names, scores, 2.5, fingerprint)], 64)
+
+
+def test_a_history_reads_back_exactly(tmp_path):
+    history = grown(grown(view(tmp_path).load(), 1), 2, names=NAMES[::-1])
+    dataset(tmp_path, "2026-01-01T00.00.00.000Z").save(history)
+    back = view(tmp_path).load()
+    assert back.version == "2026-01-01T00.00.00.000Z" and back.problem is None
+    assert back.runs == 2 and back.next_index == 2 and back.data_source == "t" and back.own == ()
+    for stored, read in zip(history.members, back.members, strict=True):
+        assert read.feature_names == stored.feature_names  # every name, byte for byte
+        np.testing.assert_array_equal(read.scores, stored.scores)
+        assert (read.seed, read.run, read.index, read.seconds, read.fingerprint) == \
+            (stored.seed, stored.run, stored.index, stored.seconds, stored.fingerprint)
+
+
+def test_nothing_is_written_without_a_new_member_and_versions_are_never_rewritten(tmp_path):
+    dataset(tmp_path, "v1").save(view(tmp_path).load())  # nothing carried: no version
+    assert not (tmp_path / "member_history.npz").exists()
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 1))
+    read = view(tmp_path).load()
+    dataset(tmp_path, "v2").save(read)  # a ranking stage run on members already carried
+    assert sorted(p.name for p in (tmp_path / "member_history.npz").iterdir() if p.is_dir()) == ["v1"]
+    with pytest.raises(DatasetError, match="never overwritten"):
+        dataset(tmp_path, "v1").save(grown(MemberHistory(afresh=True), 5))
+
+
+def test_head_names_the_newest_history_and_a_missing_head_falls_back_to_the_newest_version(tmp_path):
+    dataset(tmp_path, "v2").save(grown(view(tmp_path).load(), 1))
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 2))  # an older run id that saved later
+    assert view(tmp_path).load().version == "v1" and len(view(tmp_path).load().members) == 2
+    (tmp_path / "member_history.npz" / ".head").unlink()
+    assert view(tmp_path).load().version == "v2"
+
+
+def test_an_unreadable_version_or_another_sources_history_is_a_problem_not_a_crash(tmp_path):
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 1))
+    assert "belongs to the data source 't', not 'u'" in view(tmp_path, source="u").load().problem
+    (tmp_path / "member_history.npz" / "v1" / "member_history.npz").write_bytes(b"not a history")
+    broken = view(tmp_path).load()
+    assert broken.members == () and "cannot be read" in broken.problem and "v1" in broken.problem
+
+
+def test_a_run_that_starts_afresh_does_not_merge_and_becomes_head(tmp_path):
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 1))
+    dataset(tmp_path, "v2").save(grown(MemberHistory(data_source="t", afresh=True), 9))
+    head = view(tmp_path).load()
+    assert head.version == "v2" and [m.seed for m in head.members] == [9]
+
+
+def test_the_later_writer_merges(tmp_path):
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 1))
+    base = view(tmp_path).load()
+    first, second = grown(base, 2, fingerprint="a"), grown(base, 3, fingerprint="b")  # both read v1
+    dataset(tmp_path, "v2").save(first)
+    dataset(tmp_path, "v3").save(second)
+    head = view(tmp_path).load()
+    assert head.version == "v3" and [m.seed for m in head.members] == [1, 2, 3]
+    assert [m.index for m in head.members] == [0, 1, 2] and head.runs == 3
+
+
+def test_a_remote_filepath_is_refused_by_name():
+    with pytest.raises(DatasetError, match="local or mounted disk"):
+        MemberHistoryView(filepath="s3://bucket/member_history.npz")
+
+
+WRITER = textwrap.dedent("""
+    import sys, time
+    import numpy as np
+    from kedro.io.core import Version
+    from iclfs.io.datasets import MemberHistoryDataset, MemberHistoryView
+    folder, version, seed, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    path = folder + "/member_history.npz"
+    history = MemberHistoryView(filepath=path, data_source="t").load()
+    open(folder + "/read_" + version, "w").close()
+    while not __import__("os").path.exists(go):  # both have read before either writes
+        time.sleep(0.01)
+    names = ["a", "b", "c"]
+    history = history.add_run([(seed, names, np.random.default_rng(seed).normal(size=3), 1.0, str(seed))], 64)
+    MemberHistoryDataset(filepath=path, data_source="t", version=Version(None, version)).save(history)
+""")
+
+
+@pytest.mark.slow
+def test_two_processes_writing_at_once_lose_no_member(tmp_path):
+    go = tmp_path / "go"
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    writers = [subprocess.Popen([sys.executable, str(script), str(tmp_path), f"v{i}", str(10 + i), str(go)])
+               for i in range(4)]
+    import time
+
+    deadline = time.time() + 120
+    while len(list(tmp_path.glob("read_*"))) < len(writers) and time.time() < deadline:
+        time.sleep(0.05)
+    go.touch()
+    assert [w.wait(timeout=120) for w in writers] == [0] * len(writers)
+    head = view(tmp_path).load()
+    assert sorted(m.seed for m in head.members) == [10, 11, 12, 13]
+    assert sorted(m.index for m in head.members) == [0, 1, 2, 3] and head.runs == 4

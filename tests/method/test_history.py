@@ -1,0 +1,174 @@
+"""The member history's core: alignment by name, age weights, seeds, caps, merges, starting afresh."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from iclfs.method.config import HistoryConfig, ParameterError
+from iclfs.method.history import (
+    MemberHistory,
+    age_weights,
+    carry,
+    combine_history,
+    continue_history,
+    member_seed,
+    rank_scores,
+    usable_history,
+)
+
+
+def one_run(history: MemberHistory, names, scores, seed=1, fingerprint="t", cap=64) -> MemberHistory:
+    return history.add_run([(seed, names, np.asarray(scores, dtype=float), 1.0, fingerprint)], cap)
+
+
+def test_rank_scores_are_one_for_the_best_and_zero_for_the_worst():
+    np.testing.assert_allclose(rank_scores([0.3, 0.9, 0.1]), [0.5, 1.0, 0.0])
+    np.testing.assert_allclose(rank_scores([2.0, 2.0]), [1.0, 0.0])  # ties by index
+
+
+def test_member_seeds_start_at_the_runs_seed_and_are_independent_draws():
+    assert member_seed(42, 0) == 42
+    seeds = [member_seed(42, i) for i in range(50)]
+    assert len(set(seeds)) == 50
+    assert seeds == [member_seed(42, i) for i in range(50)]  # the same history replays the same seeds
+    assert member_seed(43, 1) != member_seed(42, 1)
+    with pytest.raises(ValueError, match="index"):
+        member_seed(42, -1)
+
+
+def test_members_are_aligned_by_name_a_dropped_feature_goes_a_new_one_is_ranked_by_who_saw_it():
+    history = one_run(MemberHistory(), ["a", "b", "c", "d"], [4, 3, 2, 1], seed=1)  # a first
+    history = one_run(history, ["e", "d", "c", "b"], [4, 3, 2, 1], seed=2)  # a dropped, e new and first
+    combined = combine_history(history, ["e", "d", "c", "b"], half_life=math.inf, k_values=[1, 2])
+    # member 1 re-ranked among the shared b, c, d: b 1, c 0.5, d 0; member 2: e 1, d 2/3, c 1/3, b 0
+    np.testing.assert_allclose(combined.scores, [1.0, 1 / 3, (0.5 + 1 / 3) / 2, 0.5])
+    assert combined.order.tolist() == [0, 3, 2, 1]  # e, b, c, d
+    assert combined.seen.tolist() == [1, 2, 2, 2]
+    np.testing.assert_allclose(combined.frequency[1], [1.0, 0.0, 0.0, 0.5])  # e by its one member; b by one of two
+    assert [o.tolist() for o in combined.member_orders] == [[3, 2, 1], [0, 1, 2, 3]]
+
+
+def test_a_member_sharing_nothing_with_the_table_is_left_out():
+    history = one_run(MemberHistory(), ["x", "y"], [1, 2], seed=1)
+    history = one_run(history, ["a", "b"], [1, 2], seed=2)
+    combined = combine_history(history, ["a", "b"], half_life=8, k_values=[1])
+    assert combined.order.tolist() == [1, 0] and combined.seen.tolist() == [1, 1]
+    assert combined.member_orders[0].size == 0
+
+
+def test_age_weights_halve_every_half_life_and_the_current_run_weighs_one():
+    history = MemberHistory()
+    for seed in range(3):
+        history = one_run(history, ["a", "b"], [1, 2], seed=seed)
+    np.testing.assert_allclose(age_weights(history.members, history.runs - 1, 1.0), [0.25, 0.5, 1.0])
+    np.testing.assert_allclose(age_weights(history.members, history.runs - 1, math.inf), [1, 1, 1])
+
+
+def test_older_members_weigh_less():
+    old = one_run(MemberHistory(), ["a", "b"], [2, 1], seed=1)  # a first
+    both = one_run(old, ["a", "b"], [1, 2], seed=2)  # b first, newer
+    assert combine_history(both, ["a", "b"], half_life=1, k_values=[1]).order.tolist() == [1, 0]
+    np.testing.assert_allclose(combine_history(both, ["a", "b"], half_life=1, k_values=[1]).frequency[1],
+                               [1 / 3, 2 / 3])
+
+
+def test_the_frequency_rule_orders_by_weighted_first_k_share_ties_by_mean_rank():
+    history = MemberHistory()
+    for seed, scores in enumerate(([3, 2, 1, 0], [3, 1, 2, 0], [1, 2, 3, 0])):
+        history = one_run(history, ["a", "b", "c", "d"], scores, seed=seed)
+    combined = combine_history(history, ["a", "b", "c", "d"], half_life=math.inf, k_values=[2, 3], rule="frequency")
+    # first two: {a, b}, {a, c}, {c, b}: a, b and c each 2/3; mean rank a 7/9 > c 6/9 > b 5/9... a, c, b, d
+    np.testing.assert_allclose(combined.scores, [2 / 3, 2 / 3, 2 / 3, 0.0])
+    assert combined.order.tolist() == [0, 2, 1, 3]
+    with pytest.raises(ValueError, match="unknown history rule"):
+        combine_history(history, ["a"], 1.0, [1], rule="vote")
+
+
+def test_the_cap_keeps_the_newest_members_and_numbers_keep_counting():
+    history = MemberHistory()
+    for seed in range(5):
+        history = one_run(history, ["a", "b"], [1, 2], seed=seed, cap=2)
+    assert [m.index for m in history.members] == [3, 4]
+    assert history.next_index == 5 and history.runs == 5
+
+
+def test_a_member_already_carried_is_not_added_twice():
+    history = one_run(MemberHistory(), ["a", "b"], [1, 2], seed=7, fingerprint="t")
+    again = one_run(history, ["a", "b"], [1, 2], seed=7, fingerprint="t")  # a ranking stage run on the same member
+    assert again.members == history.members and again.runs == history.runs
+    other_table = one_run(history, ["a", "b"], [1, 2], seed=7, fingerprint="u")
+    assert len(other_table.members) == 2
+
+
+def test_two_runs_from_one_history_merge_without_losing_a_member():
+    base = one_run(MemberHistory(), ["a", "b", "c"], [3, 2, 1], seed=1)
+    base = MemberHistory(members=base.members, runs=base.runs, next_index=base.next_index, version="v1",
+                         read_runs=base.runs)
+    first = one_run(base, ["a", "b", "c"], [1, 2, 3], seed=2, fingerprint="t1")
+    second = one_run(base, ["a", "b", "c"], [2, 3, 1], seed=3, fingerprint="t2")
+    stored = MemberHistory(members=first.members, runs=first.runs, next_index=first.next_index, version="v2",
+                           read_runs=first.runs)
+    merged = second.merged_onto(stored)
+    assert [(m.seed, m.index, m.run) for m in merged.members] == [(1, 0, 0), (2, 1, 1), (3, 2, 2)]
+    assert merged.runs == 3 and merged.next_index == 3
+    assert [m.seed for m in merged.own] == [3]
+
+
+def test_a_run_starts_afresh_on_reset_on_an_unusable_or_unrelated_history():
+    stored = one_run(MemberHistory(data_source="t"), ["a", "b"], [1, 2], seed=5)
+    assert usable_history(stored, ["a", "b"]) == (stored, None)
+    for history, names, reset, why in (
+            (stored, ["a", "b"], True, "history.reset"),
+            (MemberHistory(problem="the member history x cannot be read"), ["a"], False, "cannot be read"),
+            (stored, ["p", "q"], False, "shares no feature name")):
+        fresh, note = usable_history(history, names, reset)
+        assert fresh.members == () and fresh.afresh and why in note and "starts the member history afresh" in note
+    start = continue_history(stored, ["p", "q"], seed=42)
+    assert start.seed == 42 and start.note is not None  # afresh: the run's own seed, as its first run
+
+
+def test_continuing_gives_the_seed_of_the_next_member_number_and_not_carrying_the_runs_own():
+    stored = MemberHistory()
+    for seed in range(3):
+        stored = one_run(stored, ["a", "b"], [1, 2], seed=seed)
+    assert continue_history(stored, ["a", "b"], 42).seed == member_seed(42, 3)
+    assert continue_history(stored, ["a", "b"], 42, carry=False).seed == 42
+    assert continue_history(stored, ["a", "b"], 42, carry=False).history.members == ()
+
+
+def test_replaying_the_same_runs_gives_the_same_orders():
+    rng = np.random.default_rng(0)
+    runs = [rng.normal(size=10) for _ in range(6)]
+    names = [f"f{j}" for j in range(10)]
+    config = HistoryConfig(carry=True, half_life=2.0, max_members=4)
+
+    def replay():
+        history, orders = MemberHistory(), []
+        for i, scores in enumerate(runs):
+            history, combined = carry(history, [(member_seed(42, history.next_index), names, scores, 0.0, "t")],
+                                      names, config, [3])
+            orders.append(combined.order.tolist())
+        return orders
+
+    assert replay() == replay()
+
+
+def test_carry_mixes_in_the_laplacian_rank_like_one_runs_consensus():
+    names = ["a", "b", "c"]
+    config = HistoryConfig(carry=True)
+    history, _ = carry(MemberHistory(), [(1, names, np.array([3.0, 2, 1]), 0.0, "t")], names, config, [1])
+    laplacian = np.array([9.0, 5.0, 0.1])  # c has the best (lowest) Laplacian score
+    _, plain = carry(history, [(2, names, np.array([3.0, 2, 1]), 0.0, "t")], names, config, [1])
+    _, fused = carry(history, [(2, names, np.array([3.0, 2, 1]), 0.0, "t")], names, config, [1], laplacian, 0.9)
+    assert plain.order.tolist() == [0, 1, 2] and fused.order[0] == 2
+
+
+def test_history_settings_are_checked():
+    with pytest.raises(ParameterError, match="history.half_life"):
+        HistoryConfig(half_life=0)
+    with pytest.raises(ParameterError, match="history.rule"):
+        HistoryConfig(rule="vote")
+    assert math.isinf(HistoryConfig(half_life=math.inf).half_life)

@@ -1,0 +1,190 @@
+"""Scheduled refreshes that carry their members: through `select`, node by node (Airflow), and two at once."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pytest
+
+from iclfs.io.datasets import CSVDataset, MemberHistoryView
+from iclfs.method.history import member_seed
+from tests.pipelines.test_trust import FAST, Outcome, kedro, project_at, start, table, wait_for
+
+pytestmark = pytest.mark.slow  # whole Kedro runs: seconds each
+
+CARRY = {**FAST, "history": {"carry": True, "half_life": 4.0}}
+GENES = [f"g{j}" for j in range(12)]
+
+
+def refresh(project: Path, name: str, names: list[str], draw: int, source: str = "t") -> Path:
+    """A refresh's file: 90 % of a fixed 30-sample table, rows drawn by ``draw``."""
+    full = np.random.default_rng(0).normal(size=(30, len(names)))
+    rows = np.sort(np.random.default_rng(draw).choice(30, size=27, replace=False))
+    path = project / name
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(names)
+        writer.writerows(full[rows].round(5).tolist())
+    return path
+
+
+def head(project: Path, source: str = "t"):
+    return MemberHistoryView(filepath=str(project / f"data/07_model_output/{source}/member_history.npz"),
+                             data_source=source).load()
+
+
+def latest(project: Path, artifact: str) -> Path:
+    return Outcome(0, "", project).latest(artifact)
+
+
+def listing(project: Path) -> list[str]:
+    return CSVDataset(filepath=str(latest(project, "07_model_output/t/selected_feature_list.csv"))).load()[
+        "feature_name"].tolist()
+
+
+def test_refreshes_carry_their_members_each_with_its_own_seed_and_replay_to_the_same_lists(tmp_path):
+    lists = {}
+    for copy in ("first", "replay"):
+        project = project_at(tmp_path / copy, CARRY)
+        lists[copy] = []
+        for r in range(3):
+            done = kedro(project, f"input={refresh(project, f'r{r}.csv', GENES, r)}", "data_source=t")
+            assert done.code == 0, done.output[-3000:]
+            lists[copy].append(listing(project))
+    assert lists["first"] == lists["replay"]  # the same refreshes from an empty history: the same lists
+
+    history = head(project)
+    assert [m.seed for m in history.members] == [member_seed(42, i) for i in range(3)]
+    assert [m.index for m in history.members] == [0, 1, 2] and history.runs == 3
+    assert len({m.fingerprint for m in history.members}) == 3  # three tables
+    starts = sorted((project / "data/07_model_output/t/history_start.json").glob("*/history_start.json"))
+    assert [json.loads(p.read_text())["seed"] for p in starts] == [member_seed(42, i) for i in range(3)]
+
+    ranking = CSVDataset(filepath=str(latest(project, "07_model_output/t/feature_ranking.csv"))).load()
+    assert {"member_0_rank", "member_1_rank", "member_2_rank", "members_seen", "top_5_frequency"} <= set(ranking)
+    assert ranking["score_name"].iloc[0] == "carried mean_rank of z_norm (3 members)"
+    chosen = CSVDataset(filepath=str(latest(project, "07_model_output/t/selected_feature_list.csv"))).load()
+    frequency = chosen["member_frequency"].to_numpy()
+    assert ((0 <= frequency) & (frequency <= 1)).all() and frequency.max() > 0
+
+    stability = json.loads(latest(project, "08_reporting/t/selection_stability.json").read_text())
+    assert stability["history"] == {"carry": True, "members": 3, "note": None}
+    assert stability["nogueira"]["lists"]["selections"] == 3 and stability["nogueira"]["members"]["selections"] == 3
+    for key in ("lists", "members"):
+        value = stability["nogueira"][key]
+        assert value["lower"] <= value["phi"] <= value["upper"]
+    mlflow.set_tracking_uri(f"sqlite:///{project / 'mlflow.db'}")
+    run = mlflow.search_runs(experiment_names=["iclfs"], output_format="list", order_by=["start_time DESC"])[0]
+    assert {"stability.nogueira_lists", "stability.nogueira_members", "consensus.carried_members"} <= set(
+        run.data.metrics)
+    mlflow.set_tracking_uri(None)
+    report = latest(project, "08_reporting/t/run_report.html").read_text()
+    assert "Nogueira" in report and "member history: 3 member(s) combined" in report
+
+
+def test_members_are_aligned_by_name_when_features_come_and_go(tmp_path):
+    project = project_at(tmp_path / "project", CARRY)
+    assert kedro(project, f"input={refresh(project, 'r0.csv', GENES, 0)}", "data_source=t").code == 0
+    renamed = GENES[1:] + ["new"]  # g0 dropped, 'new' arrives
+    done = kedro(project, f"input={refresh(project, 'r1.csv', renamed, 1)}", "data_source=t")
+    assert done.code == 0, done.output[-3000:]
+    ranking = CSVDataset(filepath=str(latest(project, "07_model_output/t/feature_ranking.csv"))).load()
+    assert set(ranking["feature_name"]) == set(renamed)
+    seen = dict(zip(ranking["feature_name"], ranking["members_seen"], strict=True))
+    assert seen["new"] == 1 and all(seen[name] == 2 for name in GENES[1:])
+    assert ranking.loc[ranking["feature_name"] == "new", "member_0_rank"].isna().all()  # the old member never saw it
+    history = head(project)
+    assert history.members[0].feature_names == tuple(GENES) and history.members[1].feature_names == tuple(renamed)
+
+
+def test_reset_and_unusable_histories_start_afresh_with_one_message(tmp_path, caplog):
+    project = project_at(tmp_path / "project", CARRY)
+    first = refresh(project, "r0.csv", GENES, 0)
+    assert kedro(project, f"input={first}", "data_source=t").code == 0
+
+    def note_of(outcome: Outcome) -> str:
+        assert outcome.code == 0, outcome.output[-3000:]
+        return json.loads(latest(project, "07_model_output/t/history_start.json").read_text())["note"]
+
+    assert "history.reset" in note_of(kedro(project, f"input={first}", "data_source=t", "history.reset=true"))
+    assert [m.seed for m in head(project).members] == [42]  # afresh: the run's own seed, alone
+
+    other = refresh(project, "other.csv", [f"h{j}" for j in range(12)], 1)
+    caplog.clear()
+    outcome = kedro(project, f"input={other}", "data_source=t")
+    assert "shares no feature name" in note_of(outcome)
+    said = [(r.name, r.levelname) for r in caplog.records if "shares no feature name" in r.getMessage()]
+    assert [level for _, level in said if level == "WARNING"] == ["WARNING"]  # one warning, and the summary's line
+    assert ("iclfs.summary", "INFO") in said
+    assert [m.feature_names[0] for m in head(project).members] == ["h0"]
+
+    stored = latest(project, "07_model_output/t/member_history.npz")
+    stored.write_bytes(b"\x00 a truncated file")
+    outcome = kedro(project, f"input={first}", "data_source=t")
+    assert "cannot be read" in note_of(outcome) and "Traceback" not in outcome.output
+
+    elsewhere = project / "data/07_model_output/u"  # another data source's history copied in
+    elsewhere.mkdir(parents=True)
+    os.rename(project / "data/07_model_output/t/member_history.npz", elsewhere / "member_history.npz")
+    outcome = kedro(project, f"input={first}", "data_source=u")
+    assert "belongs to the data source 't', not 'u'" in json.loads(
+        latest(project, "07_model_output/u/history_start.json").read_text())["note"]
+
+
+def test_node_by_node_sessions_as_airflow_runs_them_carry_the_history(tmp_path):
+    """The DAG of `kedro airflow create` runs every node in a session of its own: the history still grows."""
+    from kedro.framework.session import KedroSession
+    from kedro.framework.startup import bootstrap_project
+
+    from iclfs.pipeline_registry import register_pipelines
+
+    project = project_at(tmp_path / "project", CARRY)
+    nodes = [node.name for node in register_pipelines()["select"].nodes]  # topological order
+    cwd = Path.cwd()
+    os.chdir(project)
+    try:
+        bootstrap_project(project)
+        for r in range(2):
+            params = {"input": str(refresh(project, f"r{r}.csv", GENES, r)), "data_source": "t"}
+            for name in nodes:
+                with KedroSession.create(project_path=project, runtime_params=params) as session:
+                    session.run(pipeline_names=["select"], node_names=[name])
+                while mlflow.active_run() is not None:
+                    mlflow.end_run()
+    finally:
+        os.chdir(cwd)
+    assert [m.seed for m in head(project).members] == [42, member_seed(42, 1)]
+
+
+def test_two_runs_on_one_data_source_at_once_lose_no_member(tmp_path):
+    """Both runs read the history and train; the test holds the history's lock until both wait on it."""
+    project = project_at(tmp_path / "project", CARRY)
+    assert kedro(project, f"input={refresh(project, 'r0.csv', GENES, 0)}", "data_source=t").code == 0
+    folder = project / "data/07_model_output/t/member_history.npz"
+    with open(folder / ".lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        runs = [start(project, f"input={refresh(project, f'r{r}.csv', GENES, r)}", "data_source=t")
+                for r in (1, 2)]
+        try:
+            for run in runs:  # each has saved its ranking and now waits to save its history
+                wait_for(lambda: len(Outcome(0, "", project).versions("07_model_output/t/feature_ranking.csv")) == 3,
+                         run, timeout=300)
+        except BaseException:
+            for run in runs:
+                os.killpg(run.pid, signal.SIGKILL)
+            raise
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    assert [run.wait(timeout=300) for run in runs] == [0, 0]
+    history = head(project)
+    assert len(history.members) == 3 and history.runs == 3  # the first run's member and both of theirs
+    assert len({m.fingerprint for m in history.members}) == 3
+    logs = " ".join(" ".join(p.read_text().split()) for p in project.glob("select-*.log"))  # unwrap rich's lines
+    assert "stored the member history" in logs and "member(s) are added to it" in logs
