@@ -19,6 +19,9 @@ tables of those sizes: what a user waits for; ``--cost-datasets`` times one
 to back. The report checks the targets
 of :data:`TARGETS` and ends with the hand-written analysis of ``--notes``.
 
+``--methods`` times every other method of :mod:`iclfs.baselines` on the
+``--method-sizes`` tables (default 20,000 x 200) at ``--method-k``.
+
 ``--add`` measures only what its command line names and adds those rows to
 the report already at ``--output`` (a row of the same dataset or size is
 replaced), so one long measurement need not repeat the others:
@@ -64,7 +67,9 @@ SELECTION_SIZES = ("2000x200", "20000x200")
 # Each section's rows and what names a row: a row measured with --add replaces the one it names.
 # A selection row is named by its size and its settings.
 ROW_KEYS = {"datasets": ("name",), "sweep_d": ("source",), "sweep_n": ("source",), "cost": ("name",),
-            "selection": ("shape", "overrides")}
+            "selection": ("shape", "overrides"), "methods": ("method", "shape", "k")}
+METHOD_CLUSTERS = 4  # the number of clusters MCFS and NDFS are told on the random tables
+METHOD_TARGET_SECONDS = 600  # every method selects from 20,000 x 200 in under 10 minutes
 
 
 @dataclass(frozen=True)
@@ -262,6 +267,29 @@ def selection_worker(source: str, device_name: str, overrides: str = "") -> dict
             "threads": result.members[0].results[0].threads, "peak_rss_bytes": peak_rss_bytes()}
 
 
+def method_worker(key: str, shape: str, k_values: str, device_name: str) -> dict:
+    """Wall time of one method of :mod:`iclfs.baselines` selecting at ``k_values`` (comma-separated) from a
+    random ``DxN`` table, as ``select`` runs it (standardized data, the default options, one thread per core)."""
+    from iclfs import baselines
+
+    X = prepare(_synthetic_table(shape)).standardized
+    entry = baselines.REGISTRY[key]
+    ks = [int(k) for k in k_values.split(",")]
+    started = time.perf_counter()
+    baselines.run(key, X, ks, n_clusters=METHOD_CLUSTERS if entry.needs_clusters else None, seed=42,
+                  runtime=RuntimeConfig(device=device_name, progress=False))
+    seconds = time.perf_counter() - started
+    return {"method": key, "name": entry.name, "shape": shape, "k": k_values, "d": X.shape[1], "n": X.shape[0],
+            "seconds": seconds, "peak_rss_bytes": peak_rss_bytes(), "threads": torch.get_num_threads(),
+            "device": str(resolve_device(device_name))}
+
+
+def run_method_worker(key: str, shape: str, k_values: str, device: str) -> dict:
+    """Run :func:`method_worker` in a fresh interpreter."""
+    return _subprocess(["--method-worker", key, shape, k_values, device],
+                       {"method": key, "shape": shape, "k": k_values})
+
+
 def run_worker(source: str, schedule: str, epochs: int, device: str, count_flops: bool,
                precision: str = "auto") -> dict:
     """Run :func:`worker` in a fresh interpreter, so its peak memory is its own."""
@@ -421,6 +449,22 @@ def render(report: dict, notes: str = "") -> str:
             lines.append(f"| {pair['name']} | {one['n']} x {one['d']} | {settings} | {one['seconds']:.0f} | "
                          f"{other['seconds']:.0f} | {other['seconds'] / one['seconds']:.2f} | "
                          f"{one['epochs']} / {other['epochs']} |")
+    if report.get("methods"):
+        lines += ["", "## Every method on a wide table", "",
+                  "Each method of `iclfs.baselines` selecting from a random table of d features x n samples "
+                  f"(standardized; MCFS and NDFS told {METHOD_CLUSTERS} clusters), as `select` runs it with "
+                  "`selection.method`: the default options, in a fresh process. *k* is the selection timed: one k, "
+                  "or the whole grid (CAE and LS-CAE train one model per k). "
+                  f"The target: under {METHOD_TARGET_SECONDS // 60} minutes.", "",
+                  "| method | d x n | k | wall s | peak GiB | device | threads | under 10 minutes |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in report["methods"]:
+            if "error" in r:
+                lines.append(f"| {r['method']} | {r['shape']} | {r['k']} | failed: {r['error']} | | | | |")
+                continue
+            met = "yes" if r["seconds"] < METHOD_TARGET_SECONDS else "no"
+            lines.append(f"| {r['name']} | {r['d']} x {r['n']} | {r['k']} | {r['seconds']:.0f} | "
+                         f"{_gib(r['peak_rss_bytes'])} | {r['device']} | {r['threads']} | {met} |")
     if notes.strip():
         lines += ["", "## Analysis", "", notes.strip()]
     return "\n".join(lines) + "\n"
@@ -469,6 +513,11 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.
                              "back to back, each in its own process")
     parser.add_argument("--consensus", default="consensus.members=6",
                         help="the consensus --cost-datasets times (section.key=value,...)")
+    parser.add_argument("--methods", nargs="*", default=[],
+                        help="methods of iclfs.baselines timed on each --method-sizes table")
+    parser.add_argument("--method-sizes", nargs="*", default=["20000x200"], help="DxN tables the methods are timed on")
+    parser.add_argument("--method-k", nargs="*", default=["50"],
+                        help="the selections timed: one k each, or a comma-separated grid (50,100,150,200,250,300)")
     parser.add_argument("--output", default="benchmarks/results/performance.md")
     parser.add_argument("--notes", default="docs/guides/performance.md",
                         help="hand-written analysis appended to the report, if the file exists")
@@ -490,6 +539,9 @@ def main(argv: list[str] | None = None) -> None:
     if argv and argv[0] == "--worker":
         source, schedule, epochs, device, count, precision = argv[1:7]
         print(json.dumps(worker(source, schedule, int(epochs), device, count == "1", precision)))
+        return
+    if argv and argv[0] == "--method-worker":
+        print(json.dumps(method_worker(*argv[1:5])))
         return
     if argv and argv[0] == "--selection-worker":
         print(json.dumps(selection_worker(argv[1], argv[2], argv[3] if len(argv) > 3 else "")))
@@ -547,6 +599,13 @@ def main(argv: list[str] | None = None) -> None:
         result = run_selection_worker(shape, args.device, args.selection_settings)
         print(json.dumps(result), flush=True)
         report["selection"].append(result)
+    report["methods"] = []
+    for key in args.methods:
+        for shape in args.method_sizes:
+            for ks in args.method_k:
+                result = run_method_worker(key, shape, ks, args.device)
+                print(json.dumps(result), flush=True)
+                report["methods"].append(result)
     if args.add:
         report = add_rows(json.loads(output.with_suffix(".json").read_text()), report)
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,9 @@
 
 :class:`ICLFSSelector` builds the method's settings from its parameters and
 runs :func:`iclfs.method.chain.run`, the same chain the Kedro pipelines run
-stage by stage; it holds no algorithm code of its own.
+stage by stage; :class:`BaselineSelector` runs any other method of
+:mod:`iclfs.baselines` through :func:`iclfs.baselines.run`, as the benchmark
+and ``select`` do. Neither holds algorithm code of its own.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from iclfs.method.preprocessing import MIN_SAMPLES, FeatureTable, as_numeric_mat
 from iclfs.method.runtime import resolve_device
 from iclfs.method.scores import rank_positions
 
-__all__ = ["ICLFSSelector", "EXPECTED_FAILED_CHECKS"]
+__all__ = ["BaselineSelector", "ICLFSSelector", "EXPECTED_FAILED_CHECKS"]
 
 #: scikit-learn estimator checks that :class:`ICLFSSelector` is known not to
 #: pass, with the reason (for ``parametrize_with_checks(expected_failed_checks=...)``
@@ -449,6 +451,129 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         self.models_ = [r.model.eval() for m in result.members for r in m.results]
         self.training_history_ = [{"member": m.plan.index, "block": b, **row} for m in result.members
                                   for b, r in enumerate(m.results) for row in r.history]
+
+    def _get_support_mask(self):
+        check_is_fitted(self, "support_")
+        return self.support_
+
+
+class BaselineSelector(SelectorMixin, BaseEstimator):
+    """Unsupervised feature selection by another method of the library: LS, SPEC, MCFS, NDFS, CAE or LS-CAE.
+
+    The same code the benchmark measures and ``select`` runs with
+    ``selection.method`` (:func:`iclfs.baselines.run`), on the data
+    standardized as ICLFS standardizes it (zero mean, unit variance per
+    feature). ``y`` is never used.
+
+    Parameters
+    ----------
+    method : {"ls", "spec", "mcfs", "ndfs", "cae", "lscae"}, default="ls"
+        The method (``docs/guides/methods.md``).
+    n_features_to_select : int or float, default=50
+        k: an int in ``1..n_features``, or a float in (0, 1], the fraction
+        ``max(1, int(fraction * n_features))``.
+    n_clusters : int or None, default=None
+        The number of clusters; MCFS and NDFS need it (>= 2).
+    options : dict or None, default=None
+        The method's options (``baselines.<method>`` in conf), e.g.
+        ``{"epochs": 100}`` for CAE.
+    random_state : int, RandomState instance or None, default=42
+        The seed of NDFS's k-means and of CAE's and LS-CAE's training; as
+        :class:`ICLFSSelector`'s.
+    device : str, default="auto"
+        CAE and LS-CAE: ``"auto"``, ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+    num_threads : int or None, default=None
+        CAE and LS-CAE: torch threads (None: torch's, capped at the CPUs available).
+
+    Attributes
+    ----------
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when ``X`` is a DataFrame with string column names.
+    n_features_to_select_ : int
+    seed_ : int
+    scores_ : ndarray of shape (n_features_in_,)
+        The method's score of every feature, higher is better (for the methods
+        that fit one model per k, that of the model at this k).
+    ranking_ : ndarray of shape (n_features_in_,)
+        RFE's convention: 1 for the selected features, then 2, 3, ... by score.
+    selected_features_ : ndarray of shape (n_features_to_select_,)
+        The selected features' indices.
+    support_ : ndarray of shape (n_features_in_,), dtype=bool
+    training_history_ : list of dict
+        CAE and LS-CAE: one row per epoch; empty for the others.
+
+    Examples
+    --------
+    >>> from iclfs.selectors import BaselineSelector
+    >>> from iclfs.io.synthetic import make_synthetic
+    >>> table = make_synthetic(n_samples=40, n_classes=2, n_informative=6,
+    ...                        n_redundant=4, n_noise=30, seed=3)
+    >>> BaselineSelector("ndfs", n_features_to_select=5, n_clusters=2).fit_transform(table.X).shape
+    (40, 5)
+    """
+
+    def __init__(self, method="ls", n_features_to_select=50, *, n_clusters=None, options=None, random_state=42,
+                 device="auto", num_threads=None):
+        self.method = method
+        self.n_features_to_select = n_features_to_select
+        self.n_clusters = n_clusters
+        self.options = options
+        self.random_state = random_state
+        self.device = device
+        self.num_threads = num_threads
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        tags.non_deterministic = self.method in ("cae", "lscae") and self.random_state is None
+        return tags
+
+    def fit(self, X, y=None):
+        """Select ``n_features_to_select`` features of ``X`` with ``method``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, DataFrame} of shape (n_samples, n_features)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : BaselineSelector
+        """
+        from iclfs import baselines
+        from iclfs.method.preprocessing import prepare
+
+        if self.method == "iclfs" or self.method not in baselines.METHODS:
+            known = ", ".join(m for m in baselines.METHODS if m != "iclfs")
+            raise ValueError(f"method must be one of {known} (ICLFS is ICLFSSelector), got {self.method!r}")
+        X = ICLFSSelector._validate_X(self, X)
+        n_features = X.shape[1]
+        k = ICLFSSelector._resolve_k(self, n_features)
+        seed = ICLFSSelector._resolve_seed(self)
+        baselines.check_method(self.method, self.n_clusters)
+        prepared = prepare(FeatureTable(X=X, feature_names=getattr(self, "feature_names_in_", None),
+                                        source=f"BaselineSelector({self.method!r}).fit(X)"))
+        runtime = RuntimeConfig(device=self.device, progress=False, num_threads=self.num_threads)
+        result = baselines.run(self.method, prepared.standardized, [k], n_clusters=self.n_clusters, seed=seed,
+                               options=self.options, runtime=runtime)
+        selected = np.asarray(result.selections[k], dtype=np.int64)
+        scores = np.zeros(n_features) if result.scores is None else np.asarray(result.scores, dtype=np.float64)
+        self.n_features_to_select_ = int(k)
+        self.seed_ = seed
+        self.scores_ = scores
+        self.selected_features_ = selected
+        rest = [j for j in np.lexsort((np.arange(n_features), -scores)) if j not in set(selected.tolist())]
+        ranking = np.ones(n_features, dtype=np.int64)
+        ranking[rest] = np.arange(2, len(rest) + 2)
+        self.ranking_ = ranking
+        support = np.zeros(n_features, dtype=bool)
+        support[selected] = True
+        self.support_ = support
+        self.training_history_ = list(result.history)
+        return self
 
     def _get_support_mask(self):
         check_is_fitted(self, "support_")

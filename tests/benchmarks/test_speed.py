@@ -177,6 +177,21 @@ def test_the_selection_section_shows_each_size_and_its_failures():
     assert "## The default selection" not in speed.render(_report())  # no selection measured, no section
 
 
+@pytest.mark.parametrize("method", ["ndfs", "lscae"])
+def test_the_method_worker_times_a_selection_and_the_section_judges_ten_minutes(method):
+    result = speed.method_worker(method, "60x12", "5,10", "cpu")
+    assert (result["method"], result["d"], result["n"], result["k"]) == (method, 60, 12, "5,10")
+    assert result["seconds"] > 0 and result["peak_rss_bytes"] > 0
+    json.dumps(result)
+    report = _report()
+    report["methods"] = [result, {**result, "method": "cae", "name": "CAE", "seconds": 700.0},
+                         {"method": "mcfs", "shape": "60x12", "k": "5", "error": ["MemoryError"]}]
+    section = speed.render(report).split("## Every method on a wide table")[1]
+    assert f"| {result['name']} | 60 x 12 | 5,10 |" in section and section.count("| yes |") == 1
+    assert "| CAE | 60 x 12 | 5,10 | 700 |" in section and section.count("| no |") == 1
+    assert "| mcfs | 60x12 | 5 | failed: " in section
+
+
 def test_command_refuses_a_cpu_precision_before_measuring(tmp_path, capsys):
     with pytest.raises(SystemExit):
         speed.main(["--datasets", "--device", "cpu", "--precision", "bf16", "--sweep-d", "--sweep-n",

@@ -14,7 +14,7 @@ import pytest
 
 from iclfs.io.datasets import CSVDataset, MemberHistoryView
 from iclfs.method.history import member_seed
-from tests.pipelines.test_trust import FAST, Outcome, kedro, project_at, start, table, wait_for
+from tests.pipelines.test_trust import FAST, Outcome, kedro, project_at, start, wait_for
 
 pytestmark = pytest.mark.slow  # whole Kedro runs: seconds each
 

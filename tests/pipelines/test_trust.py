@@ -333,6 +333,10 @@ CASES = [
     Case("typos", "a misspelled input", params_only("inptu=t.csv"),
          r"unknown parameter\(s\) 'inptu' \(did you mean 'input'\?\)"),
     Case("typos", "an empty input (an unset shell variable)", params_only("input="), r"input is empty"),
+    Case("typos", "a misspelled method", params_only("selection.method=ndsf"),
+         r"selection.method 'ndsf' is not a method \(did you mean 'ndfs'\?\)"),
+    Case("typos", "a method that needs the number of clusters, without it", params_only("selection.method=mcfs"),
+         r"selection.method 'mcfs' \(MCFS\) needs the number of clusters: set selection.n_clusters"),
     Case("typos", "no input: the embedded table, said so", params_only("selection.k=5"),
          check=the_embedded_table_says_so, marks=(slow,)),
     # 4. refused runs write nothing

@@ -6,8 +6,8 @@ through :func:`run`, so the benchmark's baselines and the production
 selectors are the same code.
 
 Adding a method touches three places: its module (a ``select_<method>``
-function and an options section), the :data:`REGISTRY` entry below, and its
-options in ``conf/base/parameters_baselines.yml``.
+function, an options section and a memory estimate), the :data:`REGISTRY`
+entry below, and its options in ``conf/base/parameters_baselines.yml``.
 """
 
 from __future__ import annotations
@@ -17,22 +17,29 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclfs.method.config import ParameterError, RuntimeConfig, Section
+from iclfs.method.config import ParameterError, RuntimeConfig, Section, closest
+from iclfs.method.runtime import ResourceLimitError
 
+from .concrete import CAEOptions, LSCAEOptions, cae_memory, lscae_memory, select_cae, select_lscae
 from .graph import (
     LaplacianScoreOptions,
     MCFSOptions,
     NDFSOptions,
     SPECOptions,
+    ls_memory,
+    mcfs_memory,
+    ndfs_memory,
     select_laplacian_score,
     select_mcfs,
     select_ndfs,
     select_spec,
+    spec_memory,
 )
-from .reference import AllFeaturesOptions, RandomOptions, select_all_features, select_random
+from .reference import AllFeaturesOptions, RandomOptions, data_memory, select_all_features, select_random
 from .result import BaselineResult
 
-__all__ = ["REGISTRY", "Baseline", "BaselineResult", "baseline", "options_of", "run"]
+__all__ = ["METHODS", "REGISTRY", "Baseline", "BaselineResult", "baseline", "check_memory", "check_method",
+           "options_of", "run"]
 
 
 @dataclass(frozen=True)
@@ -50,12 +57,16 @@ class Baseline:
         on standardized data X of shape (n, d).
     options : type of Section
         Its options, validated declaratively (``baselines.<key>`` in conf).
+    memory : callable
+        ``memory(n, d, k_max) -> bytes``: its peak memory, checked before it runs.
     needs_clusters : bool
         It must be told the number of clusters (the number of classes in the benchmark).
     seeded : bool
         Its selection depends on the seed.
     reference : bool
         A reference point of the benchmark (random selection, every feature), not a method to select with.
+    neural : bool
+        It trains a network with torch (``runtime.device`` and ``runtime.num_threads`` apply).
     summary : str
         When to use it, in one line.
     """
@@ -64,26 +75,35 @@ class Baseline:
     name: str
     select: Callable[..., BaselineResult]
     options: type[Section]
+    memory: Callable[[int, int, int], int]
     needs_clusters: bool = False
     seeded: bool = False
     reference: bool = False
+    neural: bool = False
     summary: str = ""
 
 
 REGISTRY: dict[str, Baseline] = {entry.key: entry for entry in (
-    Baseline("ls", "LS", select_laplacian_score, LaplacianScoreOptions,
+    Baseline("ls", "LS", select_laplacian_score, LaplacianScoreOptions, ls_memory,
              summary="the Laplacian score: fast, deterministic, the steadiest list between refreshes"),
-    Baseline("spec", "SPEC", select_spec, SPECOptions,
+    Baseline("spec", "SPEC", select_spec, SPECOptions, spec_memory,
              summary="spectral feature selection: deterministic, needs no number of clusters"),
-    Baseline("mcfs", "MCFS", select_mcfs, MCFSOptions, needs_clusters=True,
+    Baseline("mcfs", "MCFS", select_mcfs, MCFSOptions, mcfs_memory, needs_clusters=True,
              summary="multi-cluster feature selection: needs the number of clusters"),
-    Baseline("ndfs", "NDFS", select_ndfs, NDFSOptions, needs_clusters=True, seeded=True,
+    Baseline("ndfs", "NDFS", select_ndfs, NDFSOptions, ndfs_memory, needs_clusters=True, seeded=True,
              summary="nonnegative discriminative feature selection: needs the number of clusters"),
-    Baseline("random", "random", select_random, RandomOptions, seeded=True, reference=True,
+    Baseline("cae", "CAE", select_cae, CAEOptions, cae_memory, seeded=True, neural=True,
+             summary="concrete autoencoder: a neural selector of k features that reconstruct the rest"),
+    Baseline("lscae", "LS-CAE", select_lscae, LSCAEOptions, lscae_memory, seeded=True, neural=True,
+             summary="CAE with a Laplacian-score term: k features that reconstruct the rest and keep its structure"),
+    Baseline("random", "random", select_random, RandomOptions, data_memory, seeded=True, reference=True,
              summary="random selection, the chance level"),
-    Baseline("all_features", "all features", select_all_features, AllFeaturesOptions, reference=True,
+    Baseline("all_features", "all features", select_all_features, AllFeaturesOptions, data_memory, reference=True,
              summary="every feature, no selection"),
 )}
+
+#: The methods ``select`` runs (``selection.method``): ICLFS and every registry entry that is not a reference point.
+METHODS = ("iclfs", *(key for key, entry in REGISTRY.items() if not entry.reference))
 
 
 def baseline(key: str) -> Baseline:
@@ -100,6 +120,38 @@ def options_of(key: str, options: Mapping | None) -> Section:
     return entry.options.from_dict(options, name=f"baselines.{key}")
 
 
+def check_method(method: str, n_clusters: int | None) -> None:
+    """Refuse a ``selection.method`` that ``select`` cannot run, or one that needs ``selection.n_clusters``
+    without it, naming the methods there are."""
+    if method not in METHODS:
+        raise ParameterError(f"selection.method {method!r} is not a method{closest(method, METHODS)}; "
+                             f"known: {', '.join(METHODS)}")
+    if method != "iclfs" and REGISTRY[method].needs_clusters and n_clusters is None:
+        raise ParameterError(f"selection.method {method!r} ({REGISTRY[method].name}) needs the number of clusters: "
+                             "set selection.n_clusters (e.g. --params selection.n_clusters=4)")
+
+
+def check_memory(key: str, n: int, d: int, k_max: int, available: int | None = None) -> None:
+    """Refuse, before it runs, a method whose matrices will not fit in the memory there is.
+
+    ``available`` in bytes; by default what the machine (or its container) has free.
+    """
+    entry = baseline(key)
+    needed = int(entry.memory(int(n), int(d), int(k_max)))
+    if available is None:
+        import torch
+
+        from iclfs.method.runtime import available_memory
+
+        available = available_memory(torch.device("cpu"))
+    if available is not None and needed > available:
+        graph = "" if entry.neural else " (it holds n x n matrices)"
+        raise ResourceLimitError(
+            f"{entry.name} needs about {needed / 2**30:.1f} GiB for {n:,} samples x {d:,} features{graph}, but "
+            f"{available / 2**30:.1f} GiB are free; select from fewer samples, or use a method whose memory grows "
+            "with the features only (ICLFS with consensus.feature_blocks, CAE, LS-CAE)")
+
+
 def run(key: str, X: np.ndarray, k_values: Sequence[int], *, n_clusters: int | None = None, seed: int = 42,
         options: Mapping | Section | None = None, runtime: RuntimeConfig | None = None) -> BaselineResult:
     """Baseline ``key``'s selections of standardized ``X`` (n, d) at every k of ``k_values``.
@@ -112,5 +164,7 @@ def run(key: str, X: np.ndarray, k_values: Sequence[int], *, n_clusters: int | N
                              "(n_clusters of the selector)")
     if not isinstance(options, Section):
         options = options_of(key, options)
+    X = np.asarray(X)
+    check_memory(key, X.shape[0], X.shape[1], max(int(k) for k in k_values))
     return entry.select(np.asarray(X, dtype=np.float64), [int(k) for k in k_values], n_clusters=n_clusters,
                         seed=int(seed), options=options, runtime=runtime or RuntimeConfig(progress=False))

@@ -539,6 +539,24 @@ class NDFSOptions(Section):
     max_iter: int = param(50, integer(1), "iterations (no early stop)")
 
 
+# Peak memory in bytes for n samples and d features (float64): the n x n matrices each method holds at once
+# (kNN or RBF affinities, Laplacians, eigenvectors, NDFS's factor and update operators) and copies of the data.
+def ls_memory(n: int, d: int, k: int) -> int:
+    return 8 * (2 * n * d + 3 * n * n)
+
+
+def spec_memory(n: int, d: int, k: int) -> int:
+    return 8 * (3 * n * d + 4 * n * n)
+
+
+def mcfs_memory(n: int, d: int, k: int) -> int:
+    return 8 * (4 * n * d + 5 * n * n)
+
+
+def ndfs_memory(n: int, d: int, k: int) -> int:
+    return 8 * (3 * n * d + 9 * n * n)
+
+
 def _prefixes(order: np.ndarray, k_values: Sequence[int]) -> dict[int, np.ndarray]:
     return {int(k): order[:k] for k in k_values}
 

@@ -47,6 +47,11 @@ class AllFeaturesOptions(Section):
     SECTION: ClassVar[str] = "baselines.all_features"
 
 
+def data_memory(n: int, d: int, k: int) -> int:
+    """Peak bytes of a reference point: one copy of the data."""
+    return 8 * n * d
+
+
 def select_random(X: np.ndarray, k_values: Sequence[int], *, seed: int, options: RandomOptions,
                   **_: object) -> BaselineResult:
     orders = random_orders(np.asarray(X).shape[1], options.rankings, seed=seed)

@@ -100,6 +100,12 @@ def k_list(value: Any) -> str | None:
     return None
 
 
+def method_name(value: Any) -> str | None:
+    """A method's key (its membership is the registry's to check: :func:`iclfs.baselines.check_method`)."""
+    return None if isinstance(value, str) and value.isidentifier() and value == value.lower() else \
+        "a method's key in lower case, e.g. iclfs or ndfs"
+
+
 def k_or_auto(value: Any) -> str | None:
     return None if value == "auto" or (_is_int(value) and value >= 1) else "a positive integer or 'auto'"
 
@@ -286,6 +292,9 @@ class SelectionConfig(Section):
     quantile: float = param(0.75, number(0, 1), "LGRC gate: this quantile of the finite Laplacian scores")
     auto_frequency: float = param(0.5, number(0, 1, low_open=True),
                                   "k auto: the largest k whose features the members select this often")
+    method: str = param("iclfs", method_name, "iclfs, or another method of iclfs.baselines: ls, spec, mcfs, ndfs, "
+                                              "cae, lscae")
+    n_clusters: int | None = param(None, optional(integer(2)), "the number of clusters MCFS and NDFS are told")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -375,6 +384,9 @@ class Settings:
         if self.views.stream == "published" and self.history.carry:
             raise ParameterError("views.stream 'published' replays the paper's single run at its seed; it needs "
                                  "history.carry false")
+        if self.selection.k == "auto" and self.selection.method != "iclfs":
+            raise ParameterError(f"selection.k 'auto' chooses k from ICLFS members' agreement; selection.method "
+                                 f"{self.selection.method!r} needs a number (selection.k: 50)")
         if self.selection.k == "auto" and self.consensus.members < 2:
             raise ParameterError("selection.k 'auto' chooses k from the members' agreement; it needs "
                                  "consensus.members 2 or more (or give selection.k a number)")

@@ -86,6 +86,8 @@ class Member:
         Its training and scoring time.
     fingerprint : str
         The fingerprint of the table it was trained on.
+    method : str
+        The method that scored it (``selection.method``).
     """
 
     run: int
@@ -95,6 +97,7 @@ class Member:
     scores: np.ndarray = field(repr=False)
     seconds: float = 0.0
     fingerprint: str = ""
+    method: str = "iclfs"
 
     def __post_init__(self) -> None:
         if len(self.feature_names) != len(self.scores):
@@ -140,9 +143,10 @@ class MemberHistory:
     max_members: int | None = None
 
     def add_run(self, members: Sequence[tuple[int, Sequence[str], np.ndarray, float, str]],
-                max_members: int) -> MemberHistory:
+                max_members: int, method: str = "iclfs") -> MemberHistory:
         """This history with one more run's members, ``(seed, feature names, raw scores, seconds,
-        fingerprint)`` each, numbered from ``next_index``; only the ``max_members`` newest are kept.
+        fingerprint)`` each, scored by ``method``, numbered from ``next_index``; only the ``max_members``
+        newest are kept.
 
         A member already carried (the same seed on the same table: a stage run
         of ``ranking`` alone, or a concurrent run that trained the same member)
@@ -157,7 +161,7 @@ class MemberHistory:
         if not new:
             return replace(self, max_members=max_members)
         added = tuple(Member(self.runs, self.next_index + i, seed, tuple(map(str, names)), rank_scores(scores),
-                             float(seconds), fingerprint)
+                             float(seconds), fingerprint, method)
                       for i, (seed, names, scores, seconds, fingerprint) in enumerate(new))
         kept = (self.members + added)[-max_members:]
         return replace(self, members=kept, runs=self.runs + 1, next_index=self.next_index + len(added),
@@ -173,13 +177,19 @@ class MemberHistory:
         after this one was read): no member of either is lost; numbers and ages follow ``head``.
         The cap is this history's (``max_members``)."""
         own = [(m.seed, m.feature_names, m.scores, m.seconds, m.fingerprint) for m in self.own]
-        merged = head.add_run(own, self.max_members or len(head.members) + len(own))
+        method = self.own[0].method if self.own else "iclfs"
+        merged = head.add_run(own, self.max_members or len(head.members) + len(own), method)
         return replace(merged, read_runs=head.runs, version=head.version, problem=None, afresh=False)
 
-    def check_for(self, feature_names: Sequence[str]) -> None:
-        """Raise :class:`HistoryError` when the history shares no feature with the table."""
+    def check_for(self, feature_names: Sequence[str], method: str = "iclfs") -> None:
+        """Raise :class:`HistoryError` when the history shares no feature with the table, or holds another
+        method's members."""
         if not self.members:
             return
+        others = sorted({m.method for m in self.members} - {method})
+        if others:
+            raise HistoryError(f"the member history holds members of {', '.join(others)}, and this run's "
+                               f"selection.method is {method}")
         current = set(map(str, feature_names))
         if not any(current.intersection(m.feature_names) for m in self.members):
             raise HistoryError(f"the member history ({len(self.members)} member(s)) shares no feature name with "
@@ -205,13 +215,14 @@ class Continuation:
     note: str | None = None
 
 
-def usable_history(stored: MemberHistory, feature_names: Sequence[str], reset: bool = False
-                   ) -> tuple[MemberHistory, str | None]:
+def usable_history(stored: MemberHistory, feature_names: Sequence[str], reset: bool = False,
+                   method: str = "iclfs") -> tuple[MemberHistory, str | None]:
     """The history a carrying run builds on, and why the stored one was set aside (None when it was not).
 
-    With ``reset``, a history the reader could not use (``stored.problem``)
-    or one sharing no feature name with the table, the run starts afresh: an
-    empty history marked ``afresh``, whose save starts a new history.
+    With ``reset``, a history the reader could not use (``stored.problem``),
+    one sharing no feature name with the table or one of another ``method``,
+    the run starts afresh: an empty history marked ``afresh``, whose save
+    starts a new history.
     """
     fresh = MemberHistory(data_source=stored.data_source, afresh=True)
     if reset:
@@ -219,14 +230,14 @@ def usable_history(stored: MemberHistory, feature_names: Sequence[str], reset: b
     if stored.problem is not None:
         return fresh, f"{stored.problem}; this run starts the member history afresh"
     try:
-        stored.check_for(feature_names)
+        stored.check_for(feature_names, method)
     except HistoryError as err:
         return fresh, f"{err}; this run starts the member history afresh"
     return stored, None
 
 
 def continue_history(stored: MemberHistory, feature_names: Sequence[str], seed: int, carry: bool = True,
-                     reset: bool = False) -> Continuation:
+                     reset: bool = False, method: str = "iclfs") -> Continuation:
     """The history a run builds on and the seed it trains from (module docstring, "Seeds").
 
     Without ``carry`` the run is one run at ``seed``, as if no history
@@ -235,7 +246,7 @@ def continue_history(stored: MemberHistory, feature_names: Sequence[str], seed: 
     """
     if not carry:
         return Continuation(MemberHistory(data_source=stored.data_source), int(seed))
-    history, note = usable_history(stored, feature_names, reset)
+    history, note = usable_history(stored, feature_names, reset, method)
     return Continuation(history, member_seed(seed, history.next_index), note)
 
 
@@ -307,14 +318,15 @@ def combine_history(history: MemberHistory, feature_names: Sequence[str], half_l
 
 def carry(history: MemberHistory, members: Sequence[tuple[int, Sequence[str], np.ndarray, float, str]],
           feature_names: Sequence[str], config: HistoryConfig, k_values: Sequence[int],
-          laplacian: np.ndarray | None = None, laplacian_weight: float = 0.0) -> tuple[MemberHistory, Consensus]:
+          laplacian: np.ndarray | None = None, laplacian_weight: float = 0.0, method: str = "iclfs"
+          ) -> tuple[MemberHistory, Consensus]:
     """A carrying run's step: add its ``members`` to ``history`` and combine everything kept.
 
     ``members`` as for :meth:`MemberHistory.add_run`. With ``laplacian_weight``
     > 0 (``consensus.laplacian_weight``) and two members or more, the rank of
     the Laplacian score is mixed in as for one run's consensus.
     """
-    carried = history.add_run(members, config.max_members)
+    carried = history.add_run(members, config.max_members, method)
     combined = combine_history(carried, feature_names, config.half_life, k_values, config.rule)
     if len(carried.members) > 1 and laplacian_weight > 0:
         if laplacian is None:

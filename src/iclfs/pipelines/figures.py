@@ -66,7 +66,10 @@ def training_loss_figure(training_history: pd.DataFrame) -> plt.Figure:
     if "schedule" in history and "device" in history and len(history):
         title = f"ICLFS training ({history['schedule'].iloc[0]}, {history['device'].iloc[0]}"
         ax.set_title(title + (f", {members} members)" if members > 1 else ")"), fontsize="medium")
-    ax.legend(fontsize="small")
+    if "method" in history and len(history):
+        ax.set_title(f"{history['method'].iloc[0]} training", fontsize="medium")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize="small")
     fig.tight_layout()
     return fig
 

@@ -79,6 +79,7 @@ class ParameterCheckHook:
         settings = Settings.from_parameters(parameters)
         for key, options in (parameters.get("baselines") or {}).items():
             baselines.options_of(key, options)
+        baselines.check_method(settings.selection.method, settings.selection.n_clusters)
         check_runtime(settings)
         given = run_params.get("runtime_params") or {}
         if "input" in given and given["input"] in (None, ""):
@@ -335,6 +336,11 @@ def summary_lines(outputs: set, catalog: Any) -> list[str]:
         lines.append(f"table: {standardized.shape[1]} features x {standardized.shape[0]} samples")
     elif names is not None:
         lines.append(f"table: {len(names)} features")
+    method = catalog.load("params:selection").get("method", "iclfs") if "params:selection" in catalog else "iclfs"
+    if method != "iclfs":
+        from iclfs.baselines import REGISTRY
+
+        lines.append(f"method: {REGISTRY[method].name} (selection.method = {method})")
     choice = _load(catalog, "k_choice", outputs)
     if choice is not None:
         lines.append(f"k = {choice['k']}: {choice['reason']}")

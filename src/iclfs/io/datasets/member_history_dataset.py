@@ -2,9 +2,10 @@
 
 Each run that adds members writes a new version
 (``member_history.npz/<run>/member_history.npz``) holding every member kept:
-its feature names (exactly, as UTF-8), rank scores, seed, seconds and table
-fingerprint. ``.head`` beside the versions names the newest history; a version
-is whole or absent (written beside, then renamed) and is never rewritten.
+its feature names (exactly, as UTF-8), rank scores, seed, seconds, table
+fingerprint and method. ``.head`` beside the versions names the newest
+history; a version is whole or absent (written beside, then renamed) and is
+never rewritten.
 
 **Concurrency: the later writer merges.** A save takes an exclusive lock on
 the history's folder, and when another run stored a history after this one
@@ -73,17 +74,19 @@ def to_bytes(history: MemberHistory) -> bytes:
         "runs": np.array(history.runs, dtype=np.int64), "next_index": np.array(history.next_index, dtype=np.int64),
         "max_members": np.array(history.max_members or 0, dtype=np.int64),
     }
-    columns: dict[str, list] = {"run": [], "index": [], "seed": [], "seconds": [], "fingerprint": [], "table": []}
+    columns: dict[str, list] = {"run": [], "index": [], "seed": [], "seconds": [], "fingerprint": [], "table": [],
+                                "method": []}
     for i, member in enumerate(history.members):
         table = tables.setdefault(member.feature_names, len(tables))
         if table == len(tables) - 1 and f"names_{table}" not in arrays:
             arrays[f"names_{table}"], arrays[f"names_{table}_ends"] = _encode(member.feature_names)
         arrays[f"scores_{i}"] = np.asarray(member.scores, dtype=np.float64)
         for key, value in (("run", member.run), ("index", member.index), ("seed", member.seed),
-                           ("seconds", member.seconds), ("fingerprint", member.fingerprint), ("table", table)):
+                           ("seconds", member.seconds), ("fingerprint", member.fingerprint), ("table", table),
+                           ("method", member.method)):
             columns[key].append(value)
     arrays.update({f"member_{key}": np.asarray(values, dtype=dtype) for (key, values), dtype in zip(
-        columns.items(), (np.int64, np.int64, np.int64, np.float64, np.str_, np.int64), strict=True)})
+        columns.items(), (np.int64, np.int64, np.int64, np.float64, np.str_, np.int64, np.str_), strict=True)})
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
     return buffer.getvalue()
@@ -102,7 +105,8 @@ def from_file(path: Path, version: str | None) -> MemberHistory:
             members.append(Member(run=int(content["member_run"][i]), index=int(content["member_index"][i]),
                                   seed=int(content["member_seed"][i]), feature_names=tables[table],
                                   scores=content[f"scores_{i}"], seconds=float(content["member_seconds"][i]),
-                                  fingerprint=str(content["member_fingerprint"][i])))
+                                  fingerprint=str(content["member_fingerprint"][i]),
+                                  method=str(content["member_method"][i])))
         runs = int(content["runs"])
         return MemberHistory(members=tuple(members), runs=runs, next_index=int(content["next_index"]),
                              data_source=str(content["data_source"]) or None, version=version, read_runs=runs,

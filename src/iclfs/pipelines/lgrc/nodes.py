@@ -14,7 +14,10 @@ def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame
     """The selected features for every k of ``selection.k_values`` (up to d), in one long table.
 
     With ``selection.use_lgrc: false`` the selection is the first k of the
-    order (the paper's "without LGRC" ablation).
+    order (the paper's "without LGRC" ablation). Another ``selection.method``
+    is not corrected: its selection at k is the k features of highest
+    ``top_<k>_frequency`` (its own selection at k, or, carried, the features
+    its members chose most), ties by the order.
 
     Returns
     -------
@@ -28,7 +31,11 @@ def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame
     order = feature_ranking["feature_index"].to_numpy()
     ls = laplacian_vector(laplacian_scores)
     by_index = feature_ranking.set_index("feature_index")
-    selections = select(order, ls, config, k_values_for(config, len(order)))
+    grid = k_values_for(config, len(order))
+    if config.method == "iclfs":
+        selections = select(order, ls, config, grid)
+    else:  # another method selects by itself: at each k, the features it (or, carried, its members) chose most
+        selections = {k: _most_chosen(feature_ranking, k) for k in grid}
     parts = []
     for k, chosen in selections.items():
         part = pd.DataFrame({
@@ -43,3 +50,10 @@ def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame
             part["member_frequency"] = by_index.loc[chosen, f"top_{k}_frequency"].to_numpy()
         parts.append(part)
     return pd.concat(parts, ignore_index=True)
+
+
+def _most_chosen(feature_ranking: pd.DataFrame, k: int) -> np.ndarray:
+    """The k features of highest ``top_<k>_frequency``, ties by rank, best first."""
+    frequency = feature_ranking[f"top_{k}_frequency"].to_numpy()
+    rows = np.lexsort((feature_ranking["rank"].to_numpy(), -frequency))[:k]
+    return feature_ranking["feature_index"].to_numpy()[np.sort(rows)]

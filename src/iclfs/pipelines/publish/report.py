@@ -169,6 +169,16 @@ def selected_section(selected_feature_list: pd.DataFrame, feature_ranking: pd.Da
 
 
 def loss_section(training_history: pd.DataFrame) -> str:
+    if "method" in training_history and len(training_history):
+        method = training_history["method"].iloc[0]
+        seconds = float(training_history["member_seconds"].iloc[0]) if "member_seconds" in training_history else 0
+        if training_history["loss"].isna().all():
+            return section_html("loss", note(f"{method} (selection.method) trains no network: it selected in "
+                                             f"{seconds:.1f} s"))
+        caption = (f"{method} (selection.method): one network per k, "
+                   f"{training_history.groupby('member')['epoch'].count().max()} epochs at most; {seconds:.1f} s")
+        return section_html("loss", figure_html(training_loss_figure(training_history), "training loss per k",
+                                                caption))
     members = training_history["member"].nunique() if "member" in training_history else 1
     epochs = int(training_history["epoch"].max()) if len(training_history) else 0
     caption = f"{members} member(s), {epochs} epoch(s)"

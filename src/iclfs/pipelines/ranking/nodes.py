@@ -7,6 +7,7 @@ import logging
 import numpy as np
 import pandas as pd
 
+from iclfs.baselines import REGISTRY as BASELINES
 from iclfs.method.chain import k_values_for
 from iclfs.method.config import ConsensusConfig, HistoryConfig, RankingConfig, SelectionConfig
 from iclfs.method.consensus import combine_members
@@ -28,7 +29,8 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
         One row per feature, best first: ``rank`` (1 = best), ``feature_index``,
         ``feature_name``, ``score`` (what orders them), ``score_name``, and
         ``top_<k>_frequency`` (the weighted share of the members whose first k
-        include it, for every k of the grid). With two members or more also
+        include it, for every k of the grid; for another method run once, 1
+        for the features it selects at k). With two members or more also
         ``member_<i>_rank`` (member i's rank of the feature; for carried
         members i is the member's number in the history, and a member that
         did not see a feature leaves it empty) and, when carrying,
@@ -39,27 +41,27 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
     member_history : MemberHistory
         The history with this run's members; saved only when carrying.
     """
-    ranking_config = RankingConfig.from_dict(ranking)
-    consensus_config = ConsensusConfig.from_dict(consensus)
     history_config = HistoryConfig.from_dict(history)
-    grid = k_values_for(SelectionConfig.from_dict(selection), len(feature_names))
-    scores = np.asarray(member_scores[ranking_config.score])
-    laplacian = laplacian_vector(laplacian_scores)
     if not history_config.carry:
         return (*rank_one_run(member_scores, feature_names, laplacian_scores, ranking, consensus, selection),
                 MemberHistory())
-
-    base, note = usable_history(previous_member_history, feature_names, history_config.reset)
+    ranking_config = RankingConfig.from_dict(ranking)
+    selection_config = SelectionConfig.from_dict(selection)
+    method = selection_config.method
+    grid = k_values_for(selection_config, len(feature_names))
+    scores = np.asarray(member_scores[_score_key(method, ranking_config)])
+    base, note = usable_history(previous_member_history, feature_names, history_config.reset, method)
     if note is not None:  # start_history has said so once, as a warning
         LOGGER.debug("%s", note)
     seconds = member_scores.get("seconds", np.zeros(len(scores)))
     fingerprint = str(ground_truth.get("fingerprint") or "")
     new = [(int(seed), feature_names, member, float(sec), fingerprint)
            for seed, member, sec in zip(member_scores["seed"], scores, seconds, strict=True)]
-    carried_history, combined = carry(base, new, feature_names, history_config, grid, laplacian,
-                                      consensus_config.laplacian_weight)
+    carried_history, combined = carry(base, new, feature_names, history_config, grid,
+                                      laplacian_vector(laplacian_scores),
+                                      ConsensusConfig.from_dict(consensus).laplacian_weight, method)
     orders = {m.index: o for m, o in zip(carried_history.members, combined.member_orders, strict=True)}
-    score_name = (f"carried {history_config.rule} of {ranking_config.score} "
+    score_name = (f"carried {history_config.rule} of {_score_name(method, ranking_config)} "
                   f"({len(carried_history.members)} members)")
     table, metrics = _ranking(feature_names, combined.order, combined.scores, score_name, orders,
                               combined.frequency, grid)
@@ -71,15 +73,38 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
 def rank_one_run(member_scores: dict[str, np.ndarray], feature_names: list[str], laplacian_scores: pd.DataFrame,
                  ranking: dict, consensus: dict, selection: dict) -> tuple[pd.DataFrame, dict]:
     """Features best first by this run's members alone: ``feature_ranking`` and ``consensus_metrics`` as
-    :func:`rank_features` gives them without carrying (the benchmark's ranking)."""
+    :func:`rank_features` gives them without carrying (the benchmark's ranking).
+
+    For another ``selection.method`` the order is its score, and its
+    selection at each k (one fit per k for MCFS, CAE and LS-CAE) marks
+    ``top_<k>_frequency``.
+    """
     ranking_config = RankingConfig.from_dict(ranking)
-    grid = k_values_for(SelectionConfig.from_dict(selection), len(feature_names))
-    scores = np.asarray(member_scores[ranking_config.score])
+    selection_config = SelectionConfig.from_dict(selection)
+    method = selection_config.method
+    grid = k_values_for(selection_config, len(feature_names))
+    scores = np.asarray(member_scores[_score_key(method, ranking_config)])
     combined = combine_members(scores, ConsensusConfig.from_dict(consensus), laplacian_vector(laplacian_scores),
                                grid)
+    frequency = combined.frequency
+    if method != "iclfs":
+        frequency = dict(frequency)
+        for k in grid:
+            if f"selected_{k}" in member_scores:
+                frequency[k] = np.isin(np.arange(len(feature_names)), member_scores[f"selected_{k}"]).astype(float)
     orders = dict(enumerate(combined.member_orders))
-    score_name = ranking_config.score if len(scores) == 1 else f"consensus of {ranking_config.score}"
-    return _ranking(feature_names, combined.order, combined.scores, score_name, orders, combined.frequency, grid)
+    score_name = _score_name(method, ranking_config)
+    if method == "iclfs" and len(scores) > 1:
+        score_name = f"consensus of {score_name}"
+    return _ranking(feature_names, combined.order, combined.scores, score_name, orders, frequency, grid)
+
+
+def _score_key(method: str, ranking: RankingConfig) -> str:
+    return ranking.score if method == "iclfs" else method
+
+
+def _score_name(method: str, ranking: RankingConfig) -> str:
+    return ranking.score if method == "iclfs" else f"{BASELINES[method].name} score"
 
 
 def _ranking(feature_names: list[str], order: np.ndarray, scores: np.ndarray, score_name: str,

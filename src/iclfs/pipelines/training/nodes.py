@@ -3,13 +3,25 @@
 from __future__ import annotations
 
 import logging
+import time
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from iclfs.distributed import train_members_here
-from iclfs.method.config import SCORE_NAMES, ConsensusConfig, HistoryConfig, RuntimeConfig, TrainingConfig, ViewConfig
+from iclfs.baselines import REGISTRY as BASELINES
+from iclfs.baselines import run as baselines_run
+from iclfs.method.chain import k_values_for
+from iclfs.method.config import (
+    SCORE_NAMES,
+    ConsensusConfig,
+    HistoryConfig,
+    RuntimeConfig,
+    SelectionConfig,
+    TrainingConfig,
+    ViewConfig,
+)
 from iclfs.method.history import MemberHistory, continue_history
 from iclfs.method.members import state_dicts
 from iclfs.pipelines.figures import training_loss_figure
@@ -18,7 +30,7 @@ LOGGER = logging.getLogger(__name__)
 
 
 def start_history(previous_member_history: MemberHistory, feature_names: list[str], history: dict,
-                  seed: int) -> dict:
+                  selection: dict, seed: int) -> dict:
     """Where this run stands with the data source's member history, and the seed its members train from.
 
     Returns
@@ -30,7 +42,8 @@ def start_history(previous_member_history: MemberHistory, feature_names: list[st
         history built on) and ``note`` (why a stored history was set aside).
     """
     config = HistoryConfig.from_dict(history)
-    start = continue_history(previous_member_history, feature_names, seed, carry=config.carry, reset=config.reset)
+    start = continue_history(previous_member_history, feature_names, seed, carry=config.carry, reset=config.reset,
+                             method=SelectionConfig.from_dict(selection).method)
     if start.note is not None:
         LOGGER.warning("%s", start.note)
     return {"carry": config.carry, "seed": start.seed, "members": len(start.history.members),
@@ -39,9 +52,44 @@ def start_history(previous_member_history: MemberHistory, feature_names: list[st
 
 
 def train_model(inverted_data: np.ndarray, training: dict, views: dict, runtime: dict, consensus: dict,
-                history_start: dict) -> tuple[dict, pd.DataFrame, dict[str, np.ndarray], list[float]]:
-    """:func:`train_one_run` at ``history_start["seed"]`` (``params:seed`` unless the run carries members)."""
-    return train_one_run(inverted_data, training, views, runtime, consensus, int(history_start["seed"]))
+                history_start: dict, selection: dict, baselines: dict
+                ) -> tuple[dict, pd.DataFrame, dict[str, np.ndarray], list[float]]:
+    """The run's method at ``history_start["seed"]`` (``params:seed`` unless the run carries members):
+    :func:`train_one_run` for ICLFS, :func:`run_method` for another ``selection.method``."""
+    seed = int(history_start["seed"])
+    method = SelectionConfig.from_dict(selection).method
+    if method != "iclfs":
+        return run_method(inverted_data, selection, (baselines or {}).get(method), runtime, seed)
+    return train_one_run(inverted_data, training, views, runtime, consensus, seed)
+
+
+def run_method(inverted_data: np.ndarray, selection: dict, options: dict | None, runtime: dict, seed: int
+               ) -> tuple[dict, pd.DataFrame, dict[str, np.ndarray], list[float]]:
+    """Another method of :mod:`iclfs.baselines` (``selection.method``) at every k of the grid.
+
+    The outputs keep the training stage's shapes: no model state; its
+    training history (the neural methods' epochs, one network per k); as
+    member scores its score of every feature (``<method>``, one row),
+    ``seed``, ``seconds`` and its selection at each k (``selected_<k>``).
+    """
+    config = SelectionConfig.from_dict(selection)
+    X = np.ascontiguousarray(inverted_data.T)
+    grid = k_values_for(config, X.shape[1])
+    started = time.perf_counter()
+    result = baselines_run(config.method, X, grid, n_clusters=config.n_clusters, seed=seed, options=options,
+                           runtime=RuntimeConfig.from_dict(runtime))
+    seconds = time.perf_counter() - started
+    name = BASELINES[config.method].name
+    # a method without epochs (LS, SPEC, MCFS, NDFS) leaves one row: its time
+    history = pd.DataFrame(result.history or [{"epoch": 0, "loss": np.nan}])
+    history = history.rename(columns={"k": "member"}) if "k" in history else history.assign(member=0)
+    history = history.assign(block=0, method=name, member_seed=seed, member_seconds=seconds)
+    scores = result.scores if result.scores is not None else np.zeros(X.shape[1])
+    member_scores = {config.method: np.asarray(scores, dtype=np.float64)[None, :],
+                     "seed": np.array([seed], dtype=np.int64), "seconds": np.array([seconds])}
+    for k, chosen in result.selections.items():
+        member_scores[f"selected_{k}"] = np.asarray(chosen, dtype=np.int64)
+    return {}, history, member_scores, history["loss"].dropna().tolist()
 
 
 def train_one_run(inverted_data: np.ndarray, training: dict, views: dict, runtime: dict, consensus: dict,

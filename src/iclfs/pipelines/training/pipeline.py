@@ -13,9 +13,11 @@ def create_pipeline(carry_history: bool = True, **kwargs) -> Pipeline:
     """
     if carry_history:
         nodes = [
-            Node(start_history, inputs=["previous_member_history", "feature_names", "params:history", "params:seed"],
+            Node(start_history, inputs=["previous_member_history", "feature_names", "params:history",
+                                        "params:selection", "params:seed"],
                  outputs="history_start", name="start_history"),
-            Node(train_model, inputs=[*_INPUTS, "history_start"], outputs=_OUTPUTS, name="train_model"),
+            Node(train_model, inputs=[*_INPUTS, "history_start", "params:selection", "params:baselines"],
+                 outputs=_OUTPUTS, name="train_model"),
         ]
     else:
         nodes = [Node(train_one_run, inputs=[*_INPUTS, "params:seed"], outputs=_OUTPUTS, name="train_model")]
