@@ -238,5 +238,5 @@ def test_local_parameters_override_single_keys_of_a_section(project):
     with KedroSession.create(project_path=project) as session:
         params = session.load_context().params
     assert params["selection"] == {"k": 4, "k_values": [4, 8], "use_lgrc": True, "alpha": 1.5, "quantile": 0.75,
-                                   "auto_frequency": 0.5}
+                                   "auto_frequency": 0.5, "method": "iclfs", "n_clusters": None}
     assert params["training"]["epochs"] == 1 and params["training"]["temperature"] == 0.05

@@ -57,7 +57,7 @@ def test_registry_has_every_stage_and_default_chains_them():
     assert default.inputs() == {"raw_data", "previous_selected_features", "previous_feature_lists",
                                 "previous_member_history"} | {
         f"params:{p}" for p in ("selection", "views", "seed", "training", "runtime", "consensus", "ranking",
-                                "laplacian", "evaluation", "history")}
+                                "laplacian", "evaluation", "history", "baselines")}
     expected = {"standardized_data", "inverted_data", "labels", "feature_names", "ground_truth", "view_sample",
                 "view_statistics", "model_state", "training_history", "training_loss", "training_loss_plot",
                 "member_scores", "history_start", "member_history", "feature_ranking", "consensus_metrics",
