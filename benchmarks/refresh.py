@@ -374,7 +374,7 @@ def study_table(store: Path, data_dirs: Sequence[str]) -> pd.DataFrame:
             steady, agree = steadiness(mine), last_agreement(mine)
             acc = float(np.mean([accuracy(final[d], candidate.name)[0] for d in DEPLOYMENTS]))
             reference = float(one_table["accuracy"].mean())
-            earned = {"steady": steady >= 0.9, "agree": agree >= 0.4, "accuracy": acc >= reference}
+            earned = {"steady_point": steady >= 0.9, "agree_point": agree >= 0.4, "accuracy_point": acc >= reference}
             points += sum(earned.values())
             row.update({f"{dataset}.steadiness": steady, f"{dataset}.agreement": agree, f"{dataset}.accuracy": acc,
                         f"{dataset}.one_run_accuracy": reference,
@@ -398,7 +398,7 @@ def winner(table: pd.DataFrame) -> pd.Series | None:
 
 
 def carry_by_default(row: pd.Series) -> bool:
-    accurate = sum(bool(row[f"{d}.accuracy"] >= row[f"{d}.one_run_accuracy"]) for d in VALIDATION)
+    accurate = sum(bool(row[f"{d}.accuracy_point"]) for d in VALIDATION)
     steadier = all(row[f"{d}.steadiness"] > row[f"{d}.one_run_steadiness"] for d in VALIDATION)
     return accurate >= 2 and steadier
 
@@ -412,12 +412,11 @@ def study_markdown(table: pd.DataFrame, command: str) -> str:
              "| candidate | drift (refreshes after the change) | " + " | ".join(
                  f"{d} steadiness / agreement / accuracy" for d in VALIDATION) + " | points |",
              "|---|---|" + "---|" * len(VALIDATION) + "---|"]
-    for row in table.itertuples(index=False):
-        values = row._asdict()
+    for values in table.to_dict("records"):  # column names hold dots, which itertuples would rename
         drift = f"{'pass' if values['drift'] else 'fail'} ({values['drift_refreshes']})"
         per = []
         for d in VALIDATION:
-            marks = "".join("✓" if values[f"{d}.{key}"] else "·" for key in ("steady", "agree", "accuracy"))
+            marks = "".join("✓" if values[f"{d}.{key}_point"] else "·" for key in ("steady", "agree", "accuracy"))
             per.append(f"{values[f'{d}.steadiness']:.2f} / {values[f'{d}.agreement']:.2f} / "
                        f"{100 * values[f'{d}.accuracy']:.2f} {marks}")
         lines.append(f"| {values['candidate']} | {drift} | " + " | ".join(per) + f" | {values['points']} |")
@@ -623,9 +622,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "study":
         started = time.time()
         table = study_table(Path(args.store), args.data_dirs)
+        table.to_csv(Path(args.out).with_suffix(".csv"), index=False)
         text = study_markdown(table, "python -m benchmarks.refresh " + " ".join(argv))
         Path(args.out).write_text(text)
-        table.to_csv(Path(args.out).with_suffix(".csv"), index=False)
         print(text)
         print(f"wrote {args.out} in {time.time() - started:.0f} s")
         return

@@ -116,7 +116,7 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         draws a fresh seed from NumPy's global random state at every fit, and
         a ``RandomState`` draws one from that generator. The seed used is
         ``seed_``. Training on GPU may not be bit-for-bit reproducible.
-    half_life : float, default=8.0
+    half_life : float, default=inf
         :meth:`partial_fit` only: a carried member's weight halves every
         ``half_life`` calls (``float("inf")``: every member kept weighs the same).
     max_members : int, default=64

@@ -97,3 +97,21 @@ def test_the_studys_winner_follows_the_rule_fixed_in_advance():
     best = refresh.winner(table)  # the drift failure cannot win; a tie on points and agreement goes to mean_rank
     assert best["rule"] == "mean_rank" and best["half_life"] == 8.0
     assert refresh.winner(table.assign(drift=False)) is None
+
+
+def test_the_study_judges_every_candidate_and_writes_its_table(store, monkeypatch):
+    monkeypatch.setattr(refresh, "VALIDATION", ("tiny",))
+    monkeypatch.setattr(refresh, "DRIFT", "tiny")  # the tiny tables' informative features move at DRIFT_AT
+    candidates = (refresh.Candidate("mean_rank", 4.0, 16), refresh.Candidate("frequency", math.inf, 64))
+    monkeypatch.setattr(refresh, "CANDIDATES", candidates)
+    table = refresh.study_table(store, ())
+    assert list(table["candidate"]) == [c.name for c in candidates]
+    assert {"tiny.steadiness", "tiny.agreement", "tiny.accuracy", "tiny.steady_point", "points"} <= set(table.columns)
+    for column in ("tiny.steadiness", "tiny.agreement", "tiny.accuracy", "tiny.one_run_accuracy"):
+        assert table[column].dtype.kind == "f" and table[column].between(0, 1).all()  # measures, not points
+    assert (table["points"] == table[[c for c in table.columns if c.endswith("_point")]].sum(axis=1)).all()
+    text = refresh.study_markdown(table, "python -m benchmarks.refresh study")
+    for name in table["candidate"]:
+        assert f"| {name} | " in text
+    marks = [line.split(" | ")[2].split()[-1] for line in text.splitlines() if line.startswith("| carried")]
+    assert all(set(mark) <= {"✓", "·"} and len(mark) == 3 for mark in marks)

@@ -125,7 +125,8 @@ def test_default_pipeline_end_to_end(tiny_table, fast_parameters):
     assert sorted(ranking["feature_index"]) == list(range(40)) and list(ranking["rank"]) == list(range(1, 41))
     assert ranking["score"].is_monotonic_decreasing
     np.testing.assert_allclose(ranking.sort_values("feature_index")["score"], scores["z_norm"][0])
-    assert catalog.load("consensus_metrics") == {}  # one member: nothing to agree on
+    # one member, the first of the data source's history (carried by default): nothing to agree on yet
+    assert catalog.load("consensus_metrics") == {"carried_members": [{"value": 1.0, "step": 0}]}
 
     selected = catalog.load("selected_features")
     assert selected.groupby("k").size().to_dict() == {5: 5, 10: 10}
@@ -353,3 +354,25 @@ def test_select_publishes_a_named_list_the_reduced_data_and_stability(tiny_table
     assert stability["per_k"][5]["left"] == ["gone"] and stability["per_k"][5]["entered"] == [listing["feature_name"][0]]
     assert stability["per_k"][5]["jaccard"] == 4 / 6
     assert [m["step"] for m in second.load("stability_metrics")["jaccard"]] == [5, 10]
+
+
+@pytest.mark.parametrize("members", [1, 2])
+def test_a_first_carrying_run_hands_on_exactly_what_a_run_without_carrying_does(members):
+    from iclfs.method.config import Settings
+    from iclfs.pipelines.ranking.nodes import rank_features, rank_one_run
+
+    rng = np.random.default_rng(3)
+    names = [f"g{j}" for j in range(12)]
+    member_scores = {"z_norm": rng.random((members, 12)), "seed": np.arange(members), "seconds": np.ones(members)}
+    laplacian = pd.DataFrame({"feature_index": np.arange(12), "laplacian_score": rng.random(12)})
+    parameters = Settings().with_overrides("selection.k=5,selection.k_values=[5,10]").to_parameters()
+    sections = {key: parameters[key] for key in ("ranking", "consensus", "selection")}
+    table, metrics, carried = rank_features(member_scores, names, laplacian, {"fingerprint": "f"}, MemberHistory(),
+                                            **sections, history=parameters["history"])
+    alone, alone_metrics = rank_one_run(member_scores, names, laplacian, **sections)
+    pd.testing.assert_frame_equal(table.drop(columns="members_seen"), alone)
+    assert (table["members_seen"] == members).all() and len(carried.members) == members
+    assert metrics == {**alone_metrics, "carried_members": [{"value": float(members), "step": 0}]}
+    again, _, twice = rank_features(member_scores, names, laplacian, {"fingerprint": "g"}, carried, **sections,
+                                    history=parameters["history"])
+    assert len(twice.members) == 2 * members and again["score_name"].iloc[0].startswith("carried mean_rank")

@@ -15,6 +15,8 @@ shared ``seed`` and reads or writes the whole Kedro ``parameters`` dict.
 
 from __future__ import annotations
 
+import math
+
 import dataclasses
 import difflib
 import json
@@ -334,11 +336,11 @@ class HistoryConfig(Section):
 
     SECTION: ClassVar[str] = "history"
 
-    carry: bool = param(False, boolean, "add this run's members to the data source's history and select from all")
+    carry: bool = param(True, boolean, "add this run's members to the data source's history and select from all")
     rule: str = param("mean_rank", one_of(*HISTORY_RULES),
                       "mean_rank: weighted mean rank score; frequency: weighted share of first-k selections")
-    half_life: float = param(8.0, number(0, low_open=True), "a member's weight halves every this many runs "
-                                                            "(.inf: never)")
+    half_life: float = param(math.inf, number(0, low_open=True), "a member's weight halves every this many runs "
+                                                                 "(.inf: never)")
     max_members: int = param(64, integer(1, MAX_MEMBERS), "the newest members kept")
     reset: bool = param(False, boolean, "true: this run starts the history afresh")
 
@@ -381,9 +383,6 @@ class Settings:
         if self.views.stream == "published" and self.consensus.feature_blocks > 1:
             raise ParameterError("views.stream 'published' replays the paper's single run; it needs "
                                  "consensus.feature_blocks 1")
-        if self.views.stream == "published" and self.history.carry:
-            raise ParameterError("views.stream 'published' replays the paper's single run at its seed; it needs "
-                                 "history.carry false")
         if self.selection.k == "auto" and self.selection.method != "iclfs":
             raise ParameterError(f"selection.k 'auto' chooses k from ICLFS members' agreement; selection.method "
                                  f"{self.selection.method!r} needs a number (selection.k: 50)")

@@ -60,6 +60,11 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
     carried_history, combined = carry(base, new, feature_names, history_config, grid,
                                       laplacian_vector(laplacian_scores),
                                       ConsensusConfig.from_dict(consensus).laplacian_weight, method)
+    if not base.members:  # the history is this run's alone: it hands on exactly what a run without carrying does
+        table, metrics = rank_one_run(member_scores, feature_names, laplacian_scores, ranking, consensus, selection)
+        table["members_seen"] = len(new)
+        metrics["carried_members"] = [{"value": float(len(carried_history.members)), "step": 0}]
+        return table, metrics, carried_history
     orders = {m.index: o for m, o in zip(carried_history.members, combined.member_orders, strict=True)}
     score_name = (f"carried {history_config.rule} of {_score_name(method, ranking_config)} "
                   f"({len(carried_history.members)} members)")
