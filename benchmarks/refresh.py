@@ -529,18 +529,23 @@ def report_markdown(results: pd.DataFrame, cost: dict[str, float], train_seconds
         ("the last list's accuracy at or above the mean over refreshes of one run per refresh, on >= 5 of 6",
          f"{sum(accurate.values())} of {len(accurate)} ("
          + ", ".join(d for d, ok in accurate.items() if not ok) + " below)" if not all(accurate.values())
-         else f"{sum(accurate.values())} of {len(accurate)}", sum(accurate.values()) >= 5),
+         else f"{sum(accurate.values())} of {len(accurate)}",
+         sum(accurate.values()) >= 5 if len(accurate) >= len(REPORTED) or len(accurate) - sum(accurate.values()) > 1
+         else f"not judged: {len(accurate)} of {len(REPORTED)} datasets simulated"),
         ("cost per refresh at most 1.1x one run's",
          ", ".join(f"{d} {v:.3f}x" for d, v in ratio.items()), all(v <= 1.1 for v in ratio.values())),
         ("reading and combining the history takes seconds at 20,000 features x 64 members",
          f"read {cost['read']:.2f} s, add a member and combine {cost['combine']:.2f} s, store {cost['store']:.2f} s",
          cost["read"] + cost["combine"] + cost["store"] < 10),
         ("the drift case: half the new informative features in the first 50 within two half-lives",
-         f"{'within' if drift_ok else 'not within'} {2 * candidate.half_life:g} refreshes"
-         + (f" (after {drift_after} in the slower deployment)" if drift_after is not None else ""), drift_ok),
+         (f"{'within' if drift_ok else 'not within'} {2 * candidate.half_life:g} refreshes"
+          if math.isfinite(candidate.half_life) else "the half-life is infinite: no bound")
+         + (f" (after {drift_after} refreshes in the slower deployment)" if drift_after is not None else ""),
+         drift_ok),
     ]
     lines += ["## The targets", "", "| target | measured | met |", "|---|---|---|"]
-    lines += [f"| {what} | {measured} | {'yes' if ok else 'no'} |" for what, measured, ok in targets]
+    lines += [f"| {what} | {measured} | {ok if isinstance(ok, str) else 'yes' if ok else 'no'} |"
+              for what, measured, ok in targets]
     lines += ["", "## Every method", "",
               "Steadiness: the mean Jaccard@50 (and Φ) with the previous refresh's list from the fifth refresh "
               "on, over both deployments. Agreement: between the two deployments' lists at the last refresh. "
@@ -610,6 +615,7 @@ def main(argv: list[str] | None = None) -> None:
     report.add_argument("--datasets", nargs="+", default=[*REPORTED, DRIFT])
     report.add_argument("--out", default=str(HERE / "results" / "refresh.md"))
     report.add_argument("--cells", default=str(HERE / "results" / "cells"))
+    report.add_argument("--keep", action="store_true", help="reuse the cells of datasets already in --cells")
     for sub in (run, study, report):
         sub.add_argument("--store", default=STORE)
         sub.add_argument("--data-dirs", nargs="+", default=list(DATA_DIRS))
@@ -632,7 +638,11 @@ def main(argv: list[str] | None = None) -> None:
     from iclfs.io.datasets import CellsDataset
 
     store = CellsDataset(path=args.cells)
+    stored = set(store.load()) if args.keep else set()
     for dataset in args.datasets:
+        if any(key.startswith(f"refresh/{dataset}/") for key in stored):
+            print(f"{dataset}: cells kept", flush=True)
+            continue
         computed = report_cells(dataset, Path(args.store), args.data_dirs)
         store.save(computed)  # each dataset's cells as soon as they exist
         print(f"{dataset}: {len(computed)} cells in {time.time() - started:.0f} s", flush=True)

@@ -348,7 +348,8 @@ def render(report: dict, notes: str = "") -> str:
         "# Training speed: `paper` vs `fast` schedule",
         "",
         f"Measured {env['date']} on {env['machine']} ({env['cpu_threads']} torch threads), device `{env['device']}`,",
-        f"torch {env['torch']}, Python {env['python']}. Measured fp32 matmul rate: **{env['matmul_gflops']:.1f} GFLOP/s** at the "
+        f"torch {env['torch']}, Python {env['python']}. Measured fp32 matmul rate: "
+        f"**{env['matmul_gflops']:.1f} GFLOP/s** at the "
         "start; each row's share is against the rate its `fast` worker measured around its own epochs.",
         "",
         "Command:",
@@ -402,7 +403,8 @@ def render(report: dict, notes: str = "") -> str:
         for row in timed:
             t, fast = row["attention_seconds"], row["fast"]
             auto = attention_kernel_for("fast", fast["n"], "cpu" if env["device"] == "cpu" else "cuda")
-            lines.append(f"| {row['name']} | {fast['n']} x {fast['d']} | {_seconds(t['fused'])} | {_seconds(t['blocked'])} | "
+            lines.append(f"| {row['name']} | {fast['n']} x {fast['d']} | {_seconds(t['fused'])} | "
+                         f"{_seconds(t['blocked'])} | "
                          f"{min(t, key=t.get)} | {auto} |")
     for title, key in (("d (n = 200)", "sweep_d"), ("n (d = 2000)", "sweep_n")):
         if not report.get(key):
@@ -504,7 +506,8 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.
     parser.add_argument("--sweep-n", type=int, nargs="*", default=None, help=f"default: {' '.join(map(str, SWEEP_N))}")
     parser.add_argument("--sweep-epochs", type=int, default=1)
     parser.add_argument("--selection-sizes", nargs="*", default=None,
-                        help=f"DxN tables the whole default selection is timed on (default: {' '.join(SELECTION_SIZES)})")
+                        help="DxN tables the whole default selection is timed on "
+                             f"(default: {' '.join(SELECTION_SIZES)})")
     parser.add_argument("--selection-settings", default="",
                         help="settings the --selection-sizes rows are timed with (section.key=value,...; "
                              "default: the defaults)")

@@ -73,7 +73,8 @@ def test_the_report_states_every_target_with_its_measure(store):
     cost = refresh.history_cost(n_features=200, members=4, repeats=1)
     assert set(cost) == {"read", "combine", "store"} and all(v >= 0 for v in cost.values())
     text = refresh.report_markdown(results, cost, {"lung_small": 6.0}, "python -m benchmarks.refresh report", 1.0)
-    assert text.count("| yes |") + text.count("| no |") == 6
+    assert text.count("| yes |") + text.count("| no |") == 5
+    assert "| not judged: 1 of 6 datasets simulated |" in text  # the accuracy target needs 5 of the 6
     assert "lung_small 0.00 h" in text and "| lung_small | 12 | LS |" in text
 
 
@@ -115,3 +116,21 @@ def test_the_study_judges_every_candidate_and_writes_its_table(store, monkeypatc
         assert f"| {name} | " in text
     marks = [line.split(" | ")[2].split()[-1] for line in text.splitlines() if line.startswith("| carried")]
     assert all(set(mark) <= {"✓", "·"} and len(mark) == 3 for mark in marks)
+
+
+def test_the_report_command_writes_cells_and_report_and_keep_reuses_the_cells(store, tmp_path, monkeypatch):
+    computed = []
+    real = refresh.report_cells
+
+    def counted(dataset, *args):
+        computed.append(dataset)
+        return real(dataset, *args)
+
+    monkeypatch.setattr(refresh, "report_cells", counted)
+    monkeypatch.setattr(refresh, "history_cost", lambda: {"read": 0.1, "combine": 0.2, "store": 0.3})
+    out, cells = tmp_path / "refresh.md", tmp_path / "cells"
+    command = ["report", "--datasets", "tiny", "--store", str(store), "--out", str(out), "--cells", str(cells)]
+    refresh.main(command)
+    assert computed == ["tiny"] and (cells / "refresh" / "tiny").is_dir() and out.read_text().startswith("#")
+    refresh.main([*command, "--keep"])
+    assert computed == ["tiny"]  # the stored cells were reused

@@ -322,8 +322,8 @@ class ConsensusConfig(Section):
     combine: str = param("mean_rank", one_of(*COMBINE_RULES), "mean_rank | mean_score (min-max scaled)")
     laplacian_weight: float = param(0.0, number(0, 1),
                                     "weight of the Laplacian-score rank in the combined ranking (0: none)")
-    feature_blocks: int = param(1, integer(1, MAX_MEMBERS), "blocks each member deals its features into, one network per block "
-                                               "(1: one network on every feature)")
+    feature_blocks: int = param(1, integer(1, MAX_MEMBERS), "blocks each member deals its features into, one "
+                                                            "network per block (1: one network on every feature)")
 
 
 HISTORY_RULES = ("mean_rank", "frequency")
@@ -379,7 +379,8 @@ class Settings:
         if not _is_int(self.seed) or not 0 <= self.seed < 2**32:
             raise ParameterError(f"parameter seed = {self.seed!r} is invalid: expected an integer in 0..2**32 - 1")
         if self.views.stream == "published" and self.consensus.members > 1:
-            raise ParameterError("views.stream 'published' replays the paper's single run; it needs consensus.members 1")
+            raise ParameterError("views.stream 'published' replays the paper's single run; it needs "
+                                 "consensus.members 1")
         if self.views.stream == "published" and self.consensus.feature_blocks > 1:
             raise ParameterError("views.stream 'published' replays the paper's single run; it needs "
                                  "consensus.feature_blocks 1")

@@ -53,7 +53,8 @@ class TrainingResult:
     seconds: float = 0.0  # wall time of the whole run: building the network, every epoch
 
 
-def build_model(n_samples: int, training: TrainingConfig, attention_kernel: str = "fused") -> tuple[ICLFSNetwork, Regime]:
+def build_model(n_samples: int, training: TrainingConfig,
+                attention_kernel: str = "fused") -> tuple[ICLFSNetwork, Regime]:
     """The network for maps with ``n_samples`` columns, sized by its regime (docs/method.md §3)."""
     regime = select_regime(n_samples, training.regime, training.regime_threshold)
     model = ICLFSNetwork(
