@@ -367,6 +367,7 @@ def test_partial_fit_starts_as_fit_and_carries_each_calls_member(table):
     carried.partial_fit(X[rows[0]])
     alone = ICLFSSelector(K, random_state=7, **FAST).fit(X[rows[0]])
     np.testing.assert_array_equal(carried.selected_features_, alone.selected_features_)  # the first call is fit
+    np.testing.assert_array_equal(carried.scores_, alone.scores_)  # its scores too, not their ranks
     assert carried.n_members_ == 1 and carried.seed_ == 7
     for r in (1, 2):
         carried.partial_fit(X[rows[r]])

@@ -155,13 +155,14 @@ def run(table: FeatureTable, settings: Settings | None = None, history: MemberHi
                             settings.consensus, seed)
     laplacian = laplacian_scores(prepared.standardized, n_neighbors=settings.laplacian.n_neighbors)
     scores = np.array([m.scores[settings.ranking.score] for m in members])
-    if history is None:
-        combined = combine_members(scores, settings.consensus, laplacian, grid)
-    else:
+    combined = combine_members(scores, settings.consensus, laplacian, grid)
+    if history is not None:
         fingerprint = table.fingerprint()
-        history, combined = carry(history, [(m.plan.seed, names, s, m.seconds, fingerprint)
-                                            for m, s in zip(members, scores, strict=True)],
-                                  names, settings.history, grid, laplacian, settings.consensus.laplacian_weight)
+        first = not history.members  # a history of this run alone hands on exactly this run's order
+        history, carried = carry(history, [(m.plan.seed, names, s, m.seconds, fingerprint)
+                                           for m, s in zip(members, scores, strict=True)],
+                                 names, settings.history, grid, laplacian, settings.consensus.laplacian_weight)
+        combined = combined if first else carried
     selections = select(combined.order, laplacian, settings.selection, grid)
     return ChainResult(prepared, members, laplacian, combined, selections,
                        choose_k(selections, combined.frequency, settings.selection, d), history)
