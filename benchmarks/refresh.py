@@ -617,7 +617,9 @@ def main(argv: list[str] | None = None) -> None:
     report.add_argument("--cells", default=str(HERE / "results" / "cells"))
     report.add_argument("--keep", action="store_true", help="reuse the cells of datasets already in --cells")
     for sub in (run, study, report):
-        sub.add_argument("--store", default=STORE)
+        sub.add_argument("--store", default=STORE if sub is run else str(PUBLISHED),
+                         help="the trained members (default: train writes under data/, study and report read the "
+                              "published ones)")
         sub.add_argument("--data-dirs", nargs="+", default=list(DATA_DIRS))
     args = parser.parse_args(argv)
     if args.command == "train":

@@ -279,3 +279,15 @@ def test_validation_errors(call, match):
 def test_validation_message_names_value():
     with pytest.raises(ValueError, match=r"n_clusters .* got 10"):
         mcfs_order(GOOD, 10)
+
+
+def test_a_method_that_will_not_fit_is_refused_before_it_runs_naming_its_size():
+    from iclfs.baselines import check_memory
+    from iclfs.method.runtime import ResourceLimitError
+
+    check_memory("ndfs", 200, 20_000, 50, available=2**30)  # n x n: small at 200 samples
+    with pytest.raises(ResourceLimitError, match=r"NDFS needs about \d+\.\d GiB for 50,000 samples x 100 features"):
+        check_memory("ndfs", 50_000, 100, 50, available=8 * 2**30)
+    # MCFS's LARS holds d x d Gram matrices: about 10 GB at 20,000 features (measured by benchmarks.speed)
+    with pytest.raises(ResourceLimitError, match=r"MCFS needs about 9\.\d GiB .* d x d in its LARS"):
+        check_memory("mcfs", 200, 20_000, 50, available=4 * 2**30)
