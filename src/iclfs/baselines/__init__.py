@@ -145,8 +145,8 @@ def check_memory(key: str, n: int, d: int, k_max: int, available: int | None = N
 
         available = available_memory(torch.device("cpu"))
     if available is not None and needed > available:
-        graph = "" if entry.neural else " (it holds n x n matrices)" if key != "mcfs" else \
-            " (it holds n x n matrices, and d x d in its LARS)"
+        graph = ("" if entry.neural else " (it holds n x n matrices, and d x d in its LARS)" if key == "mcfs"
+                 else " (it holds n x n matrices)")
         raise ResourceLimitError(
             f"{entry.name} needs about {needed / 2**30:.1f} GiB for {n:,} samples x {d:,} features{graph}, but "
             f"{available / 2**30:.1f} GiB are free; select from fewer samples, or use a method whose memory grows "

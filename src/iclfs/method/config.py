@@ -15,11 +15,10 @@ shared ``seed`` and reads or writes the whole Kedro ``parameters`` dict.
 
 from __future__ import annotations
 
-import math
-
 import dataclasses
 import difflib
 import json
+import math
 import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
