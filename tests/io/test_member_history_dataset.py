@@ -127,3 +127,23 @@ def test_two_processes_writing_at_once_lose_no_member(tmp_path):
     head = view(tmp_path).load()
     assert sorted(m.seed for m in head.members) == [10, 11, 12, 13]
     assert sorted(m.index for m in head.members) == [0, 1, 2, 3] and head.runs == 4
+
+
+def test_discarding_a_failed_runs_version_keeps_head_on_a_version_that_exists(tmp_path):
+    from iclfs.io.datasets.member_history_dataset import HEAD, LOCK
+
+    folder = tmp_path / "member_history.npz"
+    first = MemberHistoryDataset(filepath=str(folder), data_source="t",
+                                 version=Version(None, "2026-01-01T00.00.00.000Z"))
+    first.save(MemberHistory(data_source="t").add_run([(1, ["a", "b"], np.array([0.2, 0.1]), 1.0, "f")], 64))
+    failed = MemberHistoryDataset(filepath=str(folder), data_source="t",
+                                  version=Version(None, "2026-01-02T00.00.00.000Z"))
+    failed.save(first.load().add_run([(2, ["a", "b"], np.array([0.1, 0.2]), 1.0, "f")], 64))
+    assert (folder / HEAD).read_text() == "2026-01-02T00.00.00.000Z"
+    assert failed.discard("2026-01-02T00.00.00.000Z") and not (folder / "2026-01-02T00.00.00.000Z").exists()
+    assert (folder / HEAD).read_text() == "2026-01-01T00.00.00.000Z" and len(first.load().members) == 1
+    assert first.discard("2026-01-01T00.00.00.000Z")
+    assert not folder.exists()  # no version left: no .head, no lock, no folder
+    assert not failed.discard("2026-01-02T00.00.00.000Z")
+    first.save(MemberHistory(data_source="t").add_run([(3, ["a"], np.array([0.5]), 1.0, "f")], 64))
+    assert (folder / LOCK).exists() and len(first.load().members) == 1  # the lock is made again when needed

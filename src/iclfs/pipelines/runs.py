@@ -181,6 +181,10 @@ class RunRecordHook:
             return
         removed = []
         for name, dataset in _artifacts(pipeline.all_outputs(), catalog).items():
+            if hasattr(dataset, "discard"):  # the member history keeps its .head on a version that exists
+                if dataset.discard(dataset._version.save):
+                    removed.append(name)
+                continue
             folder = _file(dataset, dataset._version.save).parent
             if folder.is_dir() and PurePosixPath(folder).name == dataset._version.save:
                 shutil.rmtree(folder, ignore_errors=True)

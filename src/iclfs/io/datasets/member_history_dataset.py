@@ -27,6 +27,7 @@ import contextlib
 import io
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
@@ -151,18 +152,45 @@ class _Store:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.folder / LOCK, "a+") as handle:
-            try:
-                import fcntl
-            except ImportError:  # pragma: no cover  (Windows: one writer at a time is the user's to keep)
-                yield
-                return
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover  (Windows: one writer at a time is the user's to keep)
+            self.folder.mkdir(parents=True, exist_ok=True)
+            yield
+            return
+        while True:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            with open(self.folder / LOCK, "a+") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                try:
+                    # discard() may have removed the lock file while this run waited on it: lock the one there is
+                    try:
+                        current = os.path.samestat(os.fstat(handle.fileno()), os.stat(self.folder / LOCK))
+                    except FileNotFoundError:
+                        current = False
+                    if current:
+                        yield
+                        return
+                finally:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def discard(self, version: str) -> bool:
+        """Remove ``version`` (a failed run's), point ``.head`` at the newest one left, and remove the folder's
+        ``.head`` and lock when none is left. Whether ``version`` was there."""
+        with self.locked():
+            folder = self.folder / version
+            found = folder.is_dir()
+            shutil.rmtree(folder, ignore_errors=True)
+            versions = self.versions()
+            if versions:
+                if (self.folder / HEAD).is_file() and (self.folder / HEAD).read_text().strip() not in versions:
+                    _write_atomically(self.folder / HEAD, versions[-1].encode())
+            else:
+                (self.folder / HEAD).unlink(missing_ok=True)
+                (self.folder / LOCK).unlink(missing_ok=True)  # held: a waiter sees it gone and locks afresh
+        with contextlib.suppress(OSError):
+            self.folder.rmdir()  # only when empty
+        return found
 
     def write(self, history: MemberHistory, version: str) -> MemberHistory:
         """Store ``history`` as ``version`` (merged onto a newer head first) and point ``.head`` at it."""
@@ -241,6 +269,10 @@ class MemberHistoryDataset(VersionedArtifact, AbstractVersionedDataset[MemberHis
 
             version = generate_timestamp()
         self._store.write(data, version)
+
+    def discard(self, version: str) -> bool:
+        """Remove a failed run's ``version``, keeping ``.head`` on a version that exists."""
+        return self._store.discard(version)
 
     def resolve_load_version(self) -> str | None:
         # A save may write nothing (no new member) or merge: what a run saved is its own version or none,
