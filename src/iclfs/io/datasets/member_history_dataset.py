@@ -160,7 +160,11 @@ class _Store:
             return
         while True:
             self.folder.mkdir(parents=True, exist_ok=True)
-            with open(self.folder / LOCK, "a+") as handle:
+            try:
+                handle = open(self.folder / LOCK, "a+")  # noqa: SIM115  (closed by the with below)
+            except FileNotFoundError:  # discard() removed the emptied folder in between: make it again
+                continue
+            with handle:
                 fcntl.flock(handle, fcntl.LOCK_EX)
                 try:
                     # discard() may have removed the lock file while this run waited on it: lock the one there is
