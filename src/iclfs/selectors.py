@@ -62,7 +62,80 @@ def _torch_rng_preserved(device: str):
         yield
 
 
-class ICLFSSelector(SelectorMixin, BaseEstimator):
+class _Selector(SelectorMixin, BaseEstimator):
+    """What both selectors share: their input checks, k and seed, and the selection as RFE's ranking."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        # transform only picks columns, so it keeps any float dtype.
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+    # -- parameters -------------------------------------------------------
+
+    def _validate_X(self, X, reset: bool = True):
+        """Validate X, set (``reset``) or check n_features_in_ / feature_names_in_, return a dense float array."""
+        if hasattr(X, "dtypes") and hasattr(X, "columns"):
+            # A pandas DataFrame: the method names the non-numeric columns,
+            # where sklearn would only say which value failed to convert.
+            as_numeric_matrix(X, _SOURCE)
+        # NaN/Inf are left for the method, whose message counts and locates them.
+        X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=(np.float64, np.float32),
+                          ensure_all_finite=False, reset=reset)
+        if sparse.issparse(X):
+            X = X.toarray()
+        return X
+
+    def _resolve_k(self, n_features: int) -> int | str:
+        k = self.n_features_to_select
+        if k == "auto":
+            return k
+        if isinstance(k, bool) or not isinstance(k, numbers.Real):
+            raise TypeError(f"n_features_to_select must be an int >= 1, a float in (0, 1] or 'auto', got {k!r}")
+        if isinstance(k, numbers.Integral):
+            if k < 1:
+                raise ValueError(f"n_features_to_select must be >= 1, got {k}")
+            k = int(k)
+        else:
+            if not 0.0 < k <= 1.0:
+                raise ValueError(
+                    f"n_features_to_select as a float is a fraction of the features and must be in (0, 1], got {k!r}")
+            k = max(1, int(k * n_features))
+        if k > n_features:
+            raise ValueError(
+                f"n_features_to_select={k} is larger than the number of features in X ({n_features}); "
+                f"choose at most {n_features} or a fraction in (0, 1].")
+        return k
+
+    def _resolve_seed(self) -> int:
+        rs = self.random_state
+        if isinstance(rs, numbers.Integral) and not isinstance(rs, bool):
+            if not 0 <= rs < 2**32:
+                raise ValueError(f"random_state must be an int in 0..2**32 - 1, got {rs}")
+            return int(rs)
+        # None: NumPy's global RandomState (a fresh seed every fit); a RandomState instance: that one.
+        return int(check_random_state(rs).randint(0, 2**31 - 1))
+
+    def _set_selection(self, selected: np.ndarray, order: np.ndarray) -> None:
+        """``selected_features_`` (best first), ``support_`` and ``ranking_``: 1 for the selected, then the
+        rest of ``order`` (indices best first) from 2."""
+        n_features = len(order)
+        self.selected_features_ = np.asarray(selected, dtype=np.int64)
+        rest = order[~np.isin(order, self.selected_features_)]
+        ranking = np.ones(n_features, dtype=np.int64)
+        ranking[rest] = np.arange(2, len(rest) + 2)
+        self.ranking_ = ranking
+        support = np.zeros(n_features, dtype=bool)
+        support[self.selected_features_] = True
+        self.support_ = support
+
+    def _get_support_mask(self):
+        check_is_fitted(self, "support_")
+        return self.support_
+
+
+class ICLFSSelector(_Selector):
     """Unsupervised feature selection by Inverted Contrastive Learning (ICLFS).
 
     The data matrix is standardized and inverted so that every feature becomes
@@ -267,45 +340,6 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         self.consensus_options = consensus_options
         self.runtime_options = runtime_options
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        # transform only picks columns, so it keeps any float dtype.
-        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
-        return tags
-
-    # -- parameters -------------------------------------------------------
-
-    def _resolve_k(self, n_features: int) -> int | str:
-        k = self.n_features_to_select
-        if k == "auto":
-            return k
-        if isinstance(k, bool) or not isinstance(k, numbers.Real):
-            raise TypeError(f"n_features_to_select must be an int >= 1, a float in (0, 1] or 'auto', got {k!r}")
-        if isinstance(k, numbers.Integral):
-            if k < 1:
-                raise ValueError(f"n_features_to_select must be >= 1, got {k}")
-            k = int(k)
-        else:
-            if not 0.0 < k <= 1.0:
-                raise ValueError(
-                    f"n_features_to_select as a float is a fraction of the features and must be in (0, 1], got {k!r}")
-            k = max(1, int(k * n_features))
-        if k > n_features:
-            raise ValueError(
-                f"n_features_to_select={k} is larger than the number of features in X ({n_features}); "
-                f"choose at most {n_features} or a fraction in (0, 1].")
-        return k
-
-    def _resolve_seed(self) -> int:
-        rs = self.random_state
-        if isinstance(rs, numbers.Integral) and not isinstance(rs, bool):
-            if not 0 <= rs < 2**32:
-                raise ValueError(f"random_state must be an int in 0..2**32 - 1, got {rs}")
-            return int(rs)
-        # None: NumPy's global RandomState (a fresh seed every fit); a RandomState instance: that one.
-        return int(check_random_state(rs).randint(0, 2**31 - 1))
-
     @staticmethod
     def _auto_grid(n_features: int) -> list[int]:
         """The k ``"auto"`` chooses from: the pipelines' grid below d, else 10 %, 20 %, ..., 50 % of d."""
@@ -337,19 +371,6 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
             laplacian=LaplacianConfig(self.n_neighbors), selection=selection, consensus=consensus, history=history)
 
     # -- fitting ----------------------------------------------------------
-
-    def _validate_X(self, X, reset: bool = True):
-        """Validate X, set (``reset``) or check n_features_in_ / feature_names_in_, return a dense float array."""
-        if hasattr(X, "dtypes") and hasattr(X, "columns"):
-            # A pandas DataFrame: the method names the non-numeric columns,
-            # where sklearn would only say which value failed to convert.
-            as_numeric_matrix(X, _SOURCE)
-        # NaN/Inf are left for the method, whose message counts and locates them.
-        X = validate_data(self, X, accept_sparse=("csr", "csc", "coo"), dtype=(np.float64, np.float32),
-                          ensure_all_finite=False, reset=reset)
-        if sparse.issparse(X):
-            X = X.toarray()
-        return X
 
     def fit(self, X, y=None):
         """Train ICLFS on ``X`` and select ``n_features_to_select`` features.
@@ -437,27 +458,15 @@ class ICLFSSelector(SelectorMixin, BaseEstimator):
         self.seed_ = int(seed)
         self.scores_ = combined.scores
         self.feature_order_ = combined.order
-        rest = combined.order[~np.isin(combined.order, selected)]
-        ranking = np.ones(n_features, dtype=np.int64)
-        ranking[rest] = np.arange(2, len(rest) + 2)
-        self.ranking_ = ranking
+        self._set_selection(selected, combined.order)
         self.member_ranks_ = np.array([rank_positions(order) for order in combined.member_orders])
         self.selection_frequency_ = combined.frequency.get(result.k, np.ones(n_features))
         self.laplacian_scores_ = result.laplacian_scores
-        self.selected_features_ = np.asarray(selected, dtype=np.int64)
-        support = np.zeros(n_features, dtype=bool)
-        support[self.selected_features_] = True
-        self.support_ = support
         self.models_ = [r.model.eval() for m in result.members for r in m.results]
         self.training_history_ = [{"member": m.plan.index, "block": b, **row} for m in result.members
                                   for b, r in enumerate(m.results) for row in r.history]
 
-    def _get_support_mask(self):
-        check_is_fitted(self, "support_")
-        return self.support_
-
-
-class BaselineSelector(SelectorMixin, BaseEstimator):
+class BaselineSelector(_Selector):
     """Unsupervised feature selection by another method of the library: LS, SPEC, MCFS, NDFS, CAE or LS-CAE.
 
     The same code the benchmark measures and ``select`` runs with
@@ -525,8 +534,6 @@ class BaselineSelector(SelectorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         tags.non_deterministic = self.method in ("cae", "lscae") and self.random_state is None
         return tags
 
@@ -549,10 +556,10 @@ class BaselineSelector(SelectorMixin, BaseEstimator):
         if self.method == "iclfs" or self.method not in baselines.METHODS:
             known = ", ".join(m for m in baselines.METHODS if m != "iclfs")
             raise ValueError(f"method must be one of {known} (ICLFS is ICLFSSelector), got {self.method!r}")
-        X = ICLFSSelector._validate_X(self, X)
+        X = self._validate_X(X)
         n_features = X.shape[1]
-        k = ICLFSSelector._resolve_k(self, n_features)
-        seed = ICLFSSelector._resolve_seed(self)
+        k = self._resolve_k(n_features)
+        seed = self._resolve_seed()
         baselines.check_method(self.method, self.n_clusters)
         prepared = prepare(FeatureTable(X=X, feature_names=getattr(self, "feature_names_in_", None),
                                         source=f"BaselineSelector({self.method!r}).fit(X)"))
@@ -564,17 +571,6 @@ class BaselineSelector(SelectorMixin, BaseEstimator):
         self.n_features_to_select_ = int(k)
         self.seed_ = seed
         self.scores_ = scores
-        self.selected_features_ = selected
-        rest = [j for j in np.lexsort((np.arange(n_features), -scores)) if j not in set(selected.tolist())]
-        ranking = np.ones(n_features, dtype=np.int64)
-        ranking[rest] = np.arange(2, len(rest) + 2)
-        self.ranking_ = ranking
-        support = np.zeros(n_features, dtype=bool)
-        support[selected] = True
-        self.support_ = support
+        self._set_selection(selected, np.lexsort((np.arange(n_features), -scores)))
         self.training_history_ = list(result.history)
         return self
-
-    def _get_support_mask(self):
-        check_is_fitted(self, "support_")
-        return self.support_
