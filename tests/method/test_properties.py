@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -32,10 +32,26 @@ def test_laplacian_scores_are_nonnegative_or_inf_and_never_nan(X):
     assert np.isinf(scores[constant]).all()
 
 
+def _neighbours_are_untied(Z: np.ndarray, k: int) -> bool:
+    """Whether every sample's k nearest neighbours (cosine distance, as the graph's) are set apart from the
+    rest by a clear gap, and no sample is all zeros (no cosine distance)."""
+    norms = np.linalg.norm(Z, axis=1)
+    if np.any(norms < 1e-9):
+        return False
+    unit = Z / norms[:, None]
+    distances = 1.0 - unit @ unit.T
+    np.fill_diagonal(distances, np.inf)
+    ordered = np.sort(distances, axis=1)
+    return bool(np.all(ordered[:, k] - ordered[:, k - 1] > 1e-6))
+
+
 @settings(max_examples=30, deadline=None)
 @given(arrays(np.float64, st.tuples(st.integers(5, 12), st.integers(2, 6)), elements=finite),
        st.floats(0.5, 100.0))
 def test_laplacian_scores_ignore_feature_scale_and_shift(X, scale):
+    # Where a sample's 3rd and 4th nearest neighbours are (nearly) tied, which 3 the graph links is decided by
+    # rounding, and a rescaled copy may decide otherwise: the property is about a graph both copies agree on.
+    assume(_neighbours_are_untied(standardize(X), 3))
     a = laplacian_scores(standardize(X))
     b = laplacian_scores(standardize(X * scale + 7.0))
     np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-4)
