@@ -24,7 +24,7 @@ from iclfs.method.config import (
     TrainingConfig,
     ViewConfig,
 )
-from iclfs.method.history import MemberHistory, combine_history, member_seed
+from iclfs.method.history import MemberHistory, carried_laplacian, combine_history, hold, member_seed
 from iclfs.method.laplacian import laplacian_scores
 from iclfs.method.lgrc import lgrc_select
 from iclfs.method.preprocessing import FeatureTable, invert, prepare
@@ -384,6 +384,28 @@ def test_partial_fit_starts_as_fit_and_carries_each_calls_member(table):
     np.testing.assert_array_equal(carried.feature_order_, combined.order)
     np.testing.assert_allclose(carried.selection_frequency_, combined.frequency[K])
     assert np.all((carried.selection_frequency_ >= 0) & (carried.selection_frequency_ <= 1))
+
+
+def test_partial_fit_with_a_hold_keeps_the_last_selection_while_it_stays_near_the_top(table):
+    X = np.asarray(table.X)
+    rows = [np.sort(np.random.default_rng(r).choice(40, size=36, replace=False)) for r in range(2)]
+    held = ICLFSSelector(K, random_state=7, hold=3.0, history_laplacian="carried", **FAST)
+    free = ICLFSSelector(K, random_state=7, **FAST)
+    for r in range(2):
+        held.partial_fit(X[rows[r]])
+        free.partial_fit(X[rows[r]])
+        if r == 0:
+            last = set(held.selected_features_.tolist())
+            np.testing.assert_array_equal(held.selected_features_, free.selected_features_)  # nothing to hold to
+    names = list(held.history_.members[0].feature_names)
+    assert held.history_.lists == {K: tuple(names[j] for j in held.selected_features_)}
+    # the second call's wider selection (3 x K, gated by the carried Laplacian scores): the last selection's
+    # features in it stay, the rest of the places go to its best others
+    laplacian = carried_laplacian(held.history_, names, float("inf"))
+    wider = chain.select(held.feature_order_, laplacian, SelectionConfig(), [3 * K])[3 * K]
+    expected = hold([names[j] for j in last], wider, names, K)
+    np.testing.assert_array_equal(held.selected_features_, expected)
+    assert last & set(wider.tolist()) <= set(held.selected_features_.tolist())
 
 
 def test_partial_fit_needs_the_same_features_and_fit_starts_afresh(table, frame):

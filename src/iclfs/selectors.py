@@ -197,6 +197,14 @@ class ICLFSSelector(_Selector):
     history_rule : {"mean_rank", "frequency"}, default="mean_rank"
         :meth:`partial_fit` only: how the carried members are combined
         (the pipeline's ``history.rule``).
+    hold : float >= 1, default=3.0
+        :meth:`partial_fit` only: a feature of the last call's selection stays
+        selected while it is among the first ``hold`` x k features this call
+        would select (1: no hold; the pipeline's ``history.hold``).
+    history_laplacian : {"run", "carried"}, default="carried"
+        :meth:`partial_fit` only: the Laplacian scores LGRC gates by, this
+        call's table's or their mean over the carried members (the pipeline's
+        ``history.laplacian``).
     progress : bool, default=False
         Show a progress bar over members x epochs.
     training_options, view_options, consensus_options, runtime_options : dict or None
@@ -312,6 +320,8 @@ class ICLFSSelector(_Selector):
         half_life=_DEFAULTS.history.half_life,
         max_members=_DEFAULTS.history.max_members,
         history_rule=_DEFAULTS.history.rule,
+        hold=_DEFAULTS.history.hold,
+        history_laplacian=_DEFAULTS.history.laplacian,
         progress=False,
         training_options=None,
         view_options=None,
@@ -334,6 +344,8 @@ class ICLFSSelector(_Selector):
         self.half_life = half_life
         self.max_members = max_members
         self.history_rule = history_rule
+        self.hold = hold
+        self.history_laplacian = history_laplacian
         self.progress = progress
         self.training_options = training_options
         self.view_options = view_options
@@ -365,7 +377,7 @@ class ICLFSSelector(_Selector):
         selection = SelectionConfig(k=k, k_values=tuple(grid), use_lgrc=self.use_lgrc, alpha=float(self.alpha),
                                     quantile=self.quantile)
         history = HistoryConfig(carry=carry, rule=self.history_rule, half_life=self.half_life,
-                                max_members=self.max_members)
+                                max_members=self.max_members, hold=self.hold, laplacian=self.history_laplacian)
         return Settings(seed=seed, training=training, runtime=runtime, views=ViewConfig.from_dict(
             self.view_options, "view_options"), ranking=RankingConfig(self.ranking_score),
             laplacian=LaplacianConfig(self.n_neighbors), selection=selection, consensus=consensus, history=history)

@@ -89,21 +89,42 @@ def test_drift_passes_only_when_half_the_new_features_arrive_within_two_half_liv
 
 
 def test_the_studys_winner_follows_the_rule_fixed_in_advance():
-    def row(rule, half_life, cap, drift, points, agreement):
-        return {"candidate": f"{rule} {half_life} {cap}", "rule": rule, "half_life": half_life, "max_members": cap,
-                "drift": drift, "points": points, "mean_agreement": agreement}
+    def row(rule, half_life, cap, drift, points, agreement, hold=1.0, laplacian="run"):
+        return {"candidate": f"{rule} {half_life} {cap} {hold} {laplacian}", "rule": rule, "half_life": half_life,
+                "max_members": cap, "hold": hold, "laplacian": laplacian, "drift": drift, "points": points,
+                "mean_agreement": agreement}
 
     table = pd.DataFrame([row("mean_rank", 4.0, 16, True, 7, 0.5), row("frequency", 8.0, 64, True, 8, 0.3),
                           row("mean_rank", math.inf, 64, False, 9, 0.9), row("mean_rank", 8.0, 64, True, 8, 0.3)])
     best = refresh.winner(table)  # the drift failure cannot win; a tie on points and agreement goes to mean_rank
     assert best["rule"] == "mean_rank" and best["half_life"] == 8.0
     assert refresh.winner(table.assign(drift=False)) is None
+    # the second round: a tie on points and agreement goes to the smaller hold, then to the run's Laplacian
+    second = pd.DataFrame([row("mean_rank", math.inf, 64, True, 4, 0.4),
+                           row("mean_rank", math.inf, 64, True, 6, 0.4, 3.0, "carried"),
+                           row("mean_rank", math.inf, 64, True, 6, 0.4, 2.0, "carried"),
+                           row("mean_rank", math.inf, 64, True, 6, 0.4, 2.0, "run")])
+    best = refresh.winner(second)
+    assert (best["hold"], best["laplacian"]) == (2.0, "run")
+
+
+def test_the_second_rounds_winner_becomes_the_default_only_with_more_points_and_accuracy():
+    def row(hold, laplacian, points, accurate):
+        return {"hold": hold, "laplacian": laplacian, "points": points,
+                **{f"{d}.accuracy_point": i < accurate for i, d in enumerate(refresh.VALIDATION)}}
+
+    first = row(1.0, "run", 4, 3)
+    winner = row(3.0, "carried", 7, 2)
+    assert refresh.holds_by_default(pd.DataFrame([first, winner]), pd.Series(winner))
+    assert not refresh.holds_by_default(pd.DataFrame([first]), pd.Series(row(3.0, "carried", 4, 3)))  # no more points
+    assert not refresh.holds_by_default(pd.DataFrame([first]), pd.Series(row(3.0, "carried", 7, 1)))  # less accurate
 
 
 def test_the_study_judges_every_candidate_and_writes_its_table(store, monkeypatch):
     monkeypatch.setattr(refresh, "VALIDATION", ("tiny",))
     monkeypatch.setattr(refresh, "DRIFT", "tiny")  # the tiny tables' informative features move at DRIFT_AT
-    candidates = (refresh.Candidate("mean_rank", 4.0, 16), refresh.Candidate("frequency", math.inf, 64))
+    candidates = (refresh.Candidate("mean_rank", 4.0, 16), refresh.Candidate("frequency", math.inf, 64),
+                  refresh.Candidate("mean_rank", math.inf, 64, 3.0, "carried"))
     monkeypatch.setattr(refresh, "CANDIDATES", candidates)
     table = refresh.study_table(store, ())
     assert list(table["candidate"]) == [c.name for c in candidates]

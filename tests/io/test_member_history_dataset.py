@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -147,3 +148,33 @@ def test_discarding_a_failed_runs_version_keeps_head_on_a_version_that_exists(tm
     assert not failed.discard("2026-01-02T00.00.00.000Z")
     first.save(MemberHistory(data_source="t").add_run([(3, ["a"], np.array([0.5]), 1.0, "f")], 64))
     assert (folder / LOCK).exists() and len(first.load().members) == 1  # the lock is made again when needed
+
+
+def test_the_lists_and_the_members_laplacian_scores_read_back_exactly(tmp_path):
+    laplacian = np.random.default_rng(0).random(len(NAMES))
+    laplacian[3] = np.inf
+    history = view(tmp_path).load().add_run([(1, NAMES, np.arange(len(NAMES), dtype=float), 1.0, "f")], 64,
+                                            laplacian=laplacian)
+    lists = {5: tuple(NAMES[:5]), 3: (NAMES[4], NAMES[0], NAMES[2])}
+    dataset(tmp_path, "v1").save(replace(history, lists=lists))
+    back = view(tmp_path).load()
+    assert back.lists == lists  # every name, byte for byte, in list order
+    np.testing.assert_array_equal(back.members[0].laplacian, laplacian)
+
+
+def test_a_history_stored_without_lists_or_laplacian_scores_still_reads(tmp_path):
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 1))  # recorded without either
+    back = view(tmp_path).load()
+    assert back.problem is None and back.lists == {} and back.members[0].laplacian is None
+
+
+def test_a_merge_keeps_this_runs_laplacian_scores_and_lists(tmp_path):
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 1))
+    mine = view(tmp_path).load()
+    dataset(tmp_path, "v2").save(grown(view(tmp_path).load(), 2))  # another run stores first
+    laplacian = np.linspace(0, 1, len(NAMES))
+    mine = mine.add_run([(3, NAMES, np.ones(len(NAMES)), 1.0, "f")], 64, laplacian=laplacian)
+    dataset(tmp_path, "v3").save(replace(mine, lists={2: (NAMES[1], NAMES[0])}))
+    back = view(tmp_path).load()
+    assert [m.seed for m in back.members] == [1, 2, 3] and back.lists == {2: (NAMES[1], NAMES[0])}
+    np.testing.assert_array_equal(back.members[-1].laplacian, laplacian)

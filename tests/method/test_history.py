@@ -7,13 +7,17 @@ import math
 import numpy as np
 import pytest
 
-from iclfs.method.config import HistoryConfig, ParameterError
+from iclfs.method.chain import carried_selections, held_selections, select
+from iclfs.method.config import HistoryConfig, ParameterError, SelectionConfig
 from iclfs.method.history import (
     MemberHistory,
     age_weights,
+    carried_laplacian,
     carry,
     combine_history,
     continue_history,
+    held_k,
+    hold,
     member_seed,
     rank_scores,
     usable_history,
@@ -172,3 +176,87 @@ def test_history_settings_are_checked():
     with pytest.raises(ParameterError, match="history.rule"):
         HistoryConfig(rule="vote")
     assert math.isinf(HistoryConfig(half_life=math.inf).half_life)
+
+
+# -- the hold and the carried Laplacian scores ---------------------------------------------------------
+
+
+def test_a_held_list_keeps_the_last_lists_features_while_they_stay_in_the_wider_selection():
+    names = ["a", "b", "c", "d", "e", "f"]
+    wider = np.array([4, 0, 5, 1, 2])  # e a f b c: this run's selection of 5
+    # the last list was b, c, d: d left the table's wider selection, b and c stay; e (best of the rest) fills
+    held = hold(["b", "c", "d"], wider, names, 3)
+    assert held.tolist() == [4, 1, 2]  # e, b, c in the wider selection's order
+    assert hold(None, wider, names, 3).tolist() == [4, 0, 5]  # no last list: the first k
+    assert hold([], wider, names, 3).tolist() == [4, 0, 5]
+    # a last list that all stays in: exactly it, whatever this run's first k
+    assert sorted(hold(["c", "b", "f"], wider, names, 3).tolist()) == [1, 2, 5]
+
+
+def test_a_held_list_drops_features_no_longer_in_the_table_and_never_repeats_one():
+    names = ["a", "b", "c", "d"]
+    held = hold(["gone", "b", "also gone"], np.array([0, 2, 1, 3]), names, 3)
+    assert held.tolist() == [0, 2, 1] and len(set(held.tolist())) == 3
+    with pytest.raises(ValueError, match="k must be in 1..2"):
+        hold(["a"], np.array([0, 1]), names, 3)
+
+
+def test_the_wider_selection_is_hold_times_k_and_never_beyond_the_table():
+    assert held_k(3.0, 50, 1000) == 150
+    assert held_k(1.5, 5, 1000) == 8  # round(7.5) to even
+    assert held_k(1.0, 50, 1000) == 50
+    assert held_k(3.0, 50, 120) == 120
+
+
+def test_held_selections_without_a_hold_or_a_last_list_are_the_plain_selections():
+    rng = np.random.default_rng(0)
+    order, laplacian = rng.permutation(40), rng.random(40)
+    names = [f"f{j}" for j in range(40)]
+    plain = select(order, laplacian, SelectionConfig(), [5, 10])
+    for factor, previous in ((1.0, {5: names[:5]}), (3.0, None), (3.0, {})):
+        held = held_selections(order, laplacian, SelectionConfig(), [5, 10], factor, previous, names)
+        assert {k: v.tolist() for k, v in held.items()} == {k: v.tolist() for k, v in plain.items()}
+
+
+def test_held_selections_keep_a_last_list_that_is_still_near_the_top():
+    names = [f"f{j}" for j in range(40)]
+    order = np.arange(40)
+    laplacian = np.zeros(40)  # no feature above the gate: LGRC keeps the order
+    config = SelectionConfig()
+    previous = {5: ["f0", "f1", "f2", "f12", "f30"]}  # f12 within 3 x 5 = 15, f30 not
+    held = held_selections(order, laplacian, config, [5], 3.0, previous, names)
+    assert held[5].tolist() == [0, 1, 2, 3, 12]
+    assert held_selections(order, laplacian, config, [5], 2.0, previous, names)[5].tolist() == [0, 1, 2, 3, 4]
+
+
+def test_carried_laplacian_scores_are_the_weighted_mean_over_the_members_that_saw_each_feature():
+    history = MemberHistory().add_run([(1, ["a", "b", "c"], np.array([3.0, 2, 1]), 1.0, "t")], 64,
+                                      laplacian=np.array([0.2, 0.4, np.nan]))
+    history = history.add_run([(2, ["b", "a", "d"], np.array([3.0, 2, 1]), 1.0, "u")], 64,
+                              laplacian=np.array([0.8, 0.4, 0.5]))
+    names = ["a", "b", "c", "d", "e"]
+    np.testing.assert_allclose(carried_laplacian(history, names, math.inf), [0.3, 0.6, np.inf, 0.5, np.inf])
+    # half-life 1: the older member weighs 1/2
+    np.testing.assert_allclose(carried_laplacian(history, names, 1.0)[:2],
+                               [(0.5 * 0.2 + 0.4) / 1.5, (0.5 * 0.4 + 0.8) / 1.5])
+
+
+def test_a_member_without_laplacian_scores_is_left_out_of_the_carried_ones():
+    history = one_run(MemberHistory(), ["a", "b"], [1, 2], seed=1)  # recorded without them
+    assert history.members[0].laplacian is None
+    history = history.add_run([(2, ["a", "b"], np.array([1.0, 2]), 1.0, "t")], 64, laplacian=np.array([0.1, 0.7]))
+    np.testing.assert_allclose(carried_laplacian(history, ["a", "b"], math.inf), [0.1, 0.7])
+    with pytest.raises(ValueError, match="2 feature names but 3 Laplacian scores"):
+        MemberHistory().add_run([(3, ["a", "b"], np.array([1.0, 2]), 1.0, "t")], 64, laplacian=np.zeros(3))
+
+
+def test_a_feature_without_variance_on_this_runs_graph_is_gated_last_whatever_the_members_said():
+    names = ["a", "b", "c", "d"]
+    history = MemberHistory().add_run([(1, names, np.array([4.0, 3, 2, 1]), 1.0, "t")], 64,
+                                      laplacian=np.array([0.1, 0.2, 0.3, 0.4]))
+    now = np.array([np.inf, 0.2, 0.3, 0.4])  # "a" is constant on this run's table
+    history = history.add_run([(2, names, np.array([4.0, 3, 2, 1]), 1.0, "u")], 64, laplacian=now)
+    config = HistoryConfig(hold=1.0, laplacian="carried")
+    selection = SelectionConfig(k=2, k_values=(2,), quantile=0.5)
+    chosen, _ = carried_selections(history, np.arange(4), now, selection, config, [2], names)
+    assert 0 not in chosen[2].tolist()  # the members' mean (0.1) would have kept it

@@ -14,6 +14,7 @@ import errno
 import logging
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -298,14 +299,20 @@ def test_two_overlapping_runs_on_one_data_source_keep_their_own_results(project)
     def tail(name: str) -> str:
         return (project / f"{name}.log").read_text()[-2000:]
 
-    run_a = start("a.csv", 3000)  # about a minute of training: B starts and finishes inside it
+    run_a = start("a.csv", 200)
     deadline = time.time() + 300
     while not list((project / "data/03_primary/shared/standardized_data.npy").glob("*/*.npy")):
         assert time.time() < deadline and run_a.poll() is None, tail("a.csv")
-        time.sleep(0.2)
-    run_b = start("b.csv", 1)
-    assert run_b.wait(timeout=300) == 0, tail("b.csv")
-    assert run_a.poll() is None, "run A finished before run B: the runs did not overlap"
+        time.sleep(0.05)
+    # A is held still from its first artifacts (long before it writes the member history) until B has
+    # run from start to end: the overlap is certain, however fast or slow the machine
+    os.kill(run_a.pid, signal.SIGSTOP)
+    try:
+        run_b = start("b.csv", 1)
+        assert run_b.wait(timeout=300) == 0, tail("b.csv")
+        assert run_a.poll() is None, "run A finished before run B: the runs did not overlap"
+    finally:
+        os.kill(run_a.pid, signal.SIGCONT)
     assert run_a.wait(timeout=600) == 0, tail("a.csv")
 
     lists = project / "data/07_model_output/shared/selected_feature_list.csv"

@@ -323,7 +323,9 @@ def test_constant_and_near_constant_features_never_produce_nan(tiny_table, fast_
     assert np.isfinite(catalog.load("standardized_data")).all()
     for name in ("feature_ranking", "selected_features", "evaluation_table"):
         frame = catalog.load(name).select_dtypes("number")
-        assert not frame.isna().any().any(), name
+        lists = [column for column in frame if column.startswith("list_")]  # empty where not on the list
+        assert all(frame[c].notna().sum() == int(c.split("_")[1]) for c in lists), name
+        assert not frame.drop(columns=lists).isna().any().any(), name
     ls = catalog.load("laplacian_scores").set_index("feature_index")["laplacian_score"]
     assert np.isinf(ls[[0, 1]]).all() and np.isfinite(ls[2])
     assert all(np.isfinite(v).all() for v in catalog.load("member_scores").values())
@@ -356,9 +358,40 @@ def test_select_publishes_a_named_list_the_reduced_data_and_stability(tiny_table
     assert [m["step"] for m in second.load("stability_metrics")["jaccard"]] == [5, 10]
 
 
+def test_a_carrying_run_with_a_hold_hands_on_the_lists_it_recorded_held_to_the_last_ones():
+    from iclfs.method.chain import select
+    from iclfs.method.config import SelectionConfig, Settings
+    from iclfs.method.history import carried_laplacian, hold
+    from iclfs.pipelines.lgrc.nodes import select_every_k
+    from iclfs.pipelines.ranking.nodes import rank_features
+
+    rng = np.random.default_rng(4)
+    names = [f"g{j}" for j in range(30)]
+    parameters = Settings().with_overrides(
+        "selection.k=5,selection.k_values=[5,10],history.hold=2.0,history.laplacian=carried").to_parameters()
+    sections = {key: parameters[key] for key in ("ranking", "consensus", "selection")}
+    history, handed_on = MemberHistory(), []
+    for run in range(3):
+        member_scores = {"z_norm": rng.random((1, 30)), "seed": np.array([run]), "seconds": np.ones(1)}
+        laplacian = pd.DataFrame({"feature_index": np.arange(30), "laplacian_score": rng.random(30)})
+        table, _, history = rank_features(member_scores, names, laplacian, {"fingerprint": str(run)}, history,
+                                          **sections, history=parameters["history"])
+        selected = select_every_k(table, laplacian, sections["selection"])
+        lists = {k: tuple(group["feature_name"]) for k, group in selected.groupby("k")}
+        assert history.lists == lists  # what the history records is exactly what was handed on
+        handed_on.append(lists)
+    # the third run's list at 5: the second's features among its wider selection (2 x 5 by the carried
+    # Laplacian scores) stay, the best of the others fill the rest
+    gate = carried_laplacian(history, names, float("inf"))
+    wider = select(table["feature_index"].to_numpy(), gate, SelectionConfig(), [10])[10]
+    assert [names[j] for j in hold(handed_on[1][5], wider, names, 5)] == list(handed_on[2][5])
+    assert set(handed_on[2][5]) != {names[j] for j in wider[:5]}  # the hold kept what a plain list would drop
+
+
 @pytest.mark.parametrize("members", [1, 2])
 def test_a_first_carrying_run_hands_on_exactly_what_a_run_without_carrying_does(members):
     from iclfs.method.config import Settings
+    from iclfs.pipelines.lgrc.nodes import select_every_k
     from iclfs.pipelines.ranking.nodes import rank_features, rank_one_run
 
     rng = np.random.default_rng(3)
@@ -370,7 +403,13 @@ def test_a_first_carrying_run_hands_on_exactly_what_a_run_without_carrying_does(
     table, metrics, carried = rank_features(member_scores, names, laplacian, {"fingerprint": "f"}, MemberHistory(),
                                             **sections, history=parameters["history"])
     alone, alone_metrics = rank_one_run(member_scores, names, laplacian, **sections)
-    pd.testing.assert_frame_equal(table.drop(columns="members_seen"), alone)
+    lists = ["list_5_rank", "list_10_rank"]
+    pd.testing.assert_frame_equal(table.drop(columns=["members_seen", *lists]), alone)
+    # the lists it made and recorded are the ones the selection stage would make without carrying
+    pd.testing.assert_frame_equal(select_every_k(table, laplacian, sections["selection"]),
+                                  select_every_k(alone, laplacian, sections["selection"]))
+    assert carried.lists == {k: tuple(group["feature_name"]) for k, group in
+                             select_every_k(alone, laplacian, sections["selection"]).groupby("k")}
     assert (table["members_seen"] == members).all() and len(carried.members) == members
     assert metrics == {**alone_metrics, "carried_members": [{"value": float(members), "step": 0}]}
     again, _, twice = rank_features(member_scores, names, laplacian, {"fingerprint": "g"}, carried, **sections,

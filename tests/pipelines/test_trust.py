@@ -438,12 +438,13 @@ def start(project: Path, *params: str, pipeline: str = "select") -> subprocess.P
                             start_new_session=True)
 
 
-def wait_for(condition: Callable[[], bool], process: subprocess.Popen, timeout: float = 300) -> None:
+def wait_for(condition: Callable[[], bool], process: subprocess.Popen, timeout: float = 300,
+             poll: float = 0.1) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert process.poll() is None, "the run ended before the awaited moment"
         assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
+        time.sleep(poll)
 
 
 @pytest.mark.slow
@@ -484,10 +485,12 @@ def test_an_input_replaced_while_training_leaves_nothing_of_the_run(tmp_path):
     """The run refuses at the end (the file changed), and removes every version it had written."""
     project = project_at(tmp_path / "project")
     table(project / "t.csv", GENES, seed=1)
-    run = start(project, f"input={project / 't.csv'}", "training.epochs=3000")
+    run = start(project, f"input={project / 't.csv'}", "training.epochs=200")
     try:
-        wait_for(lambda: bool(Outcome(0, "", project).versions("05_model_input/t/inverted_data.npy")), run)
+        wait_for(lambda: bool(Outcome(0, "", project).versions("05_model_input/t/inverted_data.npy")), run, poll=0.02)
+        os.killpg(run.pid, signal.SIGSTOP)  # held still while training, however fast the machine
         table(project / "t.csv", GENES, seed=2)  # a refresh lands while the run trains
+        os.killpg(run.pid, signal.SIGCONT)
         assert run.wait(timeout=600) == 1
     finally:
         if run.poll() is None:

@@ -12,13 +12,13 @@ memory. The three give the same selection for the same settings and seed.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .config import ParameterError, SelectionConfig, Settings
+from .config import HistoryConfig, ParameterError, SelectionConfig, Settings
 from .consensus import Consensus, combine_members
-from .history import MemberHistory, carry, continue_history
+from .history import MemberHistory, carried_laplacian, carry, continue_history, held_k, hold
 from .k_choice import KChoice, choose_k
 from .laplacian import laplacian_scores
 from .lgrc import select_features
@@ -103,6 +103,38 @@ def select(order: np.ndarray, laplacian: np.ndarray, selection: SelectionConfig,
             for k in k_values}
 
 
+def held_selections(order: np.ndarray, laplacian: np.ndarray, selection: SelectionConfig, k_values: list[int],
+                    hold_factor: float, previous: dict[int, list[str]] | None, feature_names: list[str]
+                    ) -> dict[int, np.ndarray]:
+    """:func:`select` at every k, each list held to ``previous``, the last list at that k by name
+    (:func:`iclfs.method.history.hold`, ``history.hold``); :func:`select` itself without a hold or a last list."""
+    if hold_factor <= 1 or not previous:
+        return select(order, laplacian, selection, k_values)
+    d = len(order)
+    wider = select(order, laplacian, selection, sorted({held_k(hold_factor, k, d) for k in k_values}))
+    return {k: hold(previous.get(k), wider[held_k(hold_factor, k, d)], feature_names, k) for k in k_values}
+
+
+def carried_selections(history: MemberHistory, order: np.ndarray, laplacian: np.ndarray, selection: SelectionConfig,
+                       config: HistoryConfig, k_values: list[int], feature_names: list[str]
+                       ) -> tuple[dict[int, np.ndarray], MemberHistory]:
+    """A carrying run's selections at every k, and ``history`` with them recorded as the last lists.
+
+    LGRC gates by this run's Laplacian scores or, with ``history.laplacian:
+    carried``, by their weighted mean over the members
+    (:func:`~iclfs.method.history.carried_laplacian`; ``inf`` where this run's
+    is, a feature without variance on this table); each list is held to
+    the last list at its k, the lists ``history`` recorded (``history.hold``).
+    ``history`` already holds this run's members.
+    """
+    gate = np.asarray(laplacian, dtype=np.float64)
+    if config.laplacian == "carried":  # a feature without variance on this run's graph stays last, whatever before
+        gate = np.where(np.isfinite(gate), carried_laplacian(history, feature_names, config.half_life), np.inf)
+    selections = held_selections(order, gate, selection, k_values, config.hold, history.lists, feature_names)
+    lists = {k: tuple(str(feature_names[j]) for j in chosen) for k, chosen in selections.items()}
+    return selections, replace(history, lists=lists)
+
+
 @dataclass
 class ChainResult:
     """Everything one run of the chain produced (what the Kedro pipelines save as artifacts)."""
@@ -163,6 +195,9 @@ def run(table: FeatureTable, settings: Settings | None = None, history: MemberHi
                                            for m, s in zip(members, scores, strict=True)],
                                  names, settings.history, grid, laplacian, settings.consensus.laplacian_weight)
         combined = combined if first else carried
-    selections = select(combined.order, laplacian, settings.selection, grid)
+        selections, history = carried_selections(history, combined.order, laplacian, settings.selection,
+                                                 settings.history, grid, names)
+    else:
+        selections = select(combined.order, laplacian, settings.selection, grid)
     return ChainResult(prepared, members, laplacian, combined, selections,
                        choose_k(selections, combined.frequency, settings.selection, d), history)

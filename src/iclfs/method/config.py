@@ -326,6 +326,7 @@ class ConsensusConfig(Section):
 
 
 HISTORY_RULES = ("mean_rank", "frequency")
+HISTORY_LAPLACIAN = ("run", "carried")
 
 
 @dataclass(frozen=True)
@@ -341,6 +342,11 @@ class HistoryConfig(Section):
     half_life: float = param(math.inf, number(0, low_open=True), "a member's weight halves every this many runs "
                                                                  "(.inf: never)")
     max_members: int = param(64, integer(1, MAX_MEMBERS), "the newest members kept")
+    hold: float = param(3.0, number(1), "a feature of the last list stays while among the first hold x k this run "
+                                        "would select (1: no hold)")
+    laplacian: str = param("carried", one_of(*HISTORY_LAPLACIAN),
+                           "the Laplacian scores LGRC gates by: run: this run's; carried: their weighted mean over "
+                           "the members")
     reset: bool = param(False, boolean, "true: this run starts the history afresh")
 
 

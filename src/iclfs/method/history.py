@@ -88,6 +88,8 @@ class Member:
         The fingerprint of the table it was trained on.
     method : str
         The method that scored it (``selection.method``).
+    laplacian : ndarray of shape (len(feature_names),) or None
+        The Laplacian scores of the table it was trained on (None when not recorded).
     """
 
     run: int
@@ -98,11 +100,15 @@ class Member:
     seconds: float = 0.0
     fingerprint: str = ""
     method: str = "iclfs"
+    laplacian: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if len(self.feature_names) != len(self.scores):
             raise ValueError(f"member {self.index}: {len(self.feature_names)} feature names but "
                              f"{len(self.scores)} scores")
+        if self.laplacian is not None and len(self.laplacian) != len(self.scores):
+            raise ValueError(f"member {self.index}: {len(self.feature_names)} feature names but "
+                             f"{len(self.laplacian)} Laplacian scores")
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,9 @@ class MemberHistory:
         rather than adding to what is stored.
     max_members : int or None
         The cap of the last :meth:`add_run` (a merge keeps it).
+    lists : dict of int to tuple of str
+        The lists the run that stored the history handed on, by name, at every k
+        (what :func:`hold` holds the next run's lists to; empty when not recorded).
     """
 
     members: tuple[Member, ...] = ()
@@ -141,12 +150,14 @@ class MemberHistory:
     problem: str | None = None
     afresh: bool = False
     max_members: int | None = None
+    lists: dict[int, tuple[str, ...]] = field(default_factory=dict, repr=False)
 
     def add_run(self, members: Sequence[tuple[int, Sequence[str], np.ndarray, float, str]],
-                max_members: int, method: str = "iclfs") -> MemberHistory:
+                max_members: int, method: str = "iclfs", laplacian: np.ndarray | None = None) -> MemberHistory:
         """This history with one more run's members, ``(seed, feature names, raw scores, seconds,
         fingerprint)`` each, scored by ``method``, numbered from ``next_index``; only the ``max_members``
-        newest are kept.
+        newest are kept. ``laplacian``, the Laplacian scores of the run's table (its members share one
+        table), is recorded with each new member.
 
         A member already carried (the same seed on the same table: a stage run
         of ``ranking`` alone, or a concurrent run that trained the same member)
@@ -160,8 +171,10 @@ class MemberHistory:
                if (int(seed), str(fingerprint)) not in carried]
         if not new:
             return replace(self, max_members=max_members)
+        if laplacian is not None:
+            laplacian = np.asarray(laplacian, dtype=np.float64)
         added = tuple(Member(self.runs, self.next_index + i, seed, tuple(map(str, names)), rank_scores(scores),
-                             float(seconds), fingerprint, method)
+                             float(seconds), fingerprint, method, laplacian)
                       for i, (seed, names, scores, seconds, fingerprint) in enumerate(new))
         kept = (self.members + added)[-max_members:]
         return replace(self, members=kept, runs=self.runs + 1, next_index=self.next_index + len(added),
@@ -175,11 +188,13 @@ class MemberHistory:
     def merged_onto(self, head: MemberHistory) -> MemberHistory:
         """This history's own members added, as one run, to ``head`` (a history another run stored
         after this one was read): no member of either is lost; numbers and ages follow ``head``.
-        The cap is this history's (``max_members``)."""
+        The cap is this history's (``max_members``); the lists are this run's, the last handed on."""
         own = [(m.seed, m.feature_names, m.scores, m.seconds, m.fingerprint) for m in self.own]
         method = self.own[0].method if self.own else "iclfs"
-        merged = head.add_run(own, self.max_members or len(head.members) + len(own), method)
-        return replace(merged, read_runs=head.runs, version=head.version, problem=None, afresh=False)
+        laplacian = self.own[0].laplacian if self.own else None  # one run's members share one table
+        merged = head.add_run(own, self.max_members or len(head.members) + len(own), method, laplacian)
+        return replace(merged, read_runs=head.runs, version=head.version, problem=None, afresh=False,
+                       lists=self.lists or head.lists)
 
     def check_for(self, feature_names: Sequence[str], method: str = "iclfs") -> None:
         """Raise :class:`HistoryError` when the history shares no feature with the table, or holds another
@@ -326,7 +341,7 @@ def carry(history: MemberHistory, members: Sequence[tuple[int, Sequence[str], np
     > 0 (``consensus.laplacian_weight``) and two members or more, the rank of
     the Laplacian score is mixed in as for one run's consensus.
     """
-    carried = history.add_run(members, config.max_members, method)
+    carried = history.add_run(members, config.max_members, method, laplacian)
     combined = combine_history(carried, feature_names, config.half_life, k_values, config.rule)
     if len(carried.members) > 1 and laplacian_weight > 0:
         if laplacian is None:
@@ -334,3 +349,74 @@ def carry(history: MemberHistory, members: Sequence[tuple[int, Sequence[str], np
         combined.scores = fuse_laplacian(combined.scores, laplacian, laplacian_weight)
         combined.order = feature_order(combined.scores)
     return carried, combined
+
+
+def carried_laplacian(history: MemberHistory, feature_names: Sequence[str], half_life: float) -> np.ndarray:
+    """Per feature of the table, the age-weighted mean of the Laplacian scores of the members that saw it.
+
+    The Laplacian score of a feature moves with the samples a refresh draws, and
+    LGRC's gate cuts at a quantile of them, so features near the cut flip in and
+    out from run to run; the mean over the members' tables holds them still as
+    the mean rank does the order. A feature no member with Laplacian scores saw is
+    ``inf`` (it ranks last and the gate drops it first). Non-finite member scores
+    are left out of the mean.
+
+    Returns
+    -------
+    ndarray of shape (len(feature_names),)
+    """
+    names = [str(n) for n in feature_names]
+    position = {name: j for j, name in enumerate(names)}
+    weights = age_weights(history.members, history.runs - 1, half_life)
+    total = np.zeros(len(names))
+    covered = np.zeros(len(names))
+    for member, weight in zip(history.members, weights, strict=True):
+        if member.laplacian is None:
+            continue
+        columns = np.array([position.get(name, -1) for name in member.feature_names], dtype=np.int64)
+        usable = (columns >= 0) & np.isfinite(member.laplacian)
+        total[columns[usable]] += weight * member.laplacian[usable]
+        covered[columns[usable]] += weight
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(covered > 0, total / np.where(covered > 0, covered, 1.0), np.inf)
+
+
+def hold(previous: Sequence[str] | None, wider: np.ndarray, feature_names: Sequence[str], k: int) -> np.ndarray:
+    """The k features a run hands on when its data source's last list at k was ``previous``.
+
+    A list that holds still keeps a feature while it stays near the top, rather
+    than swapping it whenever a refresh nudges it a few places down: a feature
+    of the last list stays on while it is in ``wider``, this run's selection of
+    ``history.hold`` x k features; the places of those that left go to the best
+    features of ``wider`` not on the last list. Features of the last list no
+    longer in the table are dropped (by name).
+
+    Parameters
+    ----------
+    previous : sequence of str or None
+        The last list at k, by name; None (or empty) when there is none.
+    wider : ndarray of shape (w,), w >= k
+        This run's selection at the wider k, feature indices into ``feature_names``, best first.
+    feature_names : sequence of str
+        The table's feature names.
+    k : int
+
+    Returns
+    -------
+    ndarray of shape (k,)
+        Feature indices, in ``wider``'s order; ``wider[:k]`` without a last list.
+    """
+    wider = np.asarray(wider, dtype=np.int64)
+    if not 1 <= k <= len(wider):
+        raise ValueError(f"k must be in 1..{len(wider)} (the wider selection's size), got {k}")
+    if not previous:
+        return wider[:k]
+    kept = set(map(str, previous))
+    on_list = np.array([str(feature_names[j]) in kept for j in wider], dtype=bool)
+    chosen = np.concatenate([wider[on_list], wider[~on_list]])[:k]
+    return wider[np.isin(wider, chosen)]
+
+
+def held_k(hold_factor: float, k: int, n_features: int) -> int:
+    """The size of the wider selection :func:`hold` keeps the last list's features within."""
+    return min(n_features, max(k, round(hold_factor * k)))

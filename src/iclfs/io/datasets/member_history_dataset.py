@@ -3,7 +3,8 @@
 Each run that adds members writes a new version
 (``member_history.npz/<run>/member_history.npz``) holding every member kept:
 its feature names (exactly, as UTF-8), rank scores, seed, seconds, table
-fingerprint and method. ``.head`` beside the versions names the newest
+fingerprint, method and the Laplacian scores of its table; and the lists the
+run handed on, by name, at every k. ``.head`` beside the versions names the newest
 history; a version is whole or absent (written beside, then renamed) and is
 never rewritten.
 
@@ -82,12 +83,16 @@ def to_bytes(history: MemberHistory) -> bytes:
         if table == len(tables) - 1 and f"names_{table}" not in arrays:
             arrays[f"names_{table}"], arrays[f"names_{table}_ends"] = _encode(member.feature_names)
         arrays[f"scores_{i}"] = np.asarray(member.scores, dtype=np.float64)
+        if member.laplacian is not None:
+            arrays[f"laplacian_{i}"] = np.asarray(member.laplacian, dtype=np.float64)
         for key, value in (("run", member.run), ("index", member.index), ("seed", member.seed),
                            ("seconds", member.seconds), ("fingerprint", member.fingerprint), ("table", table),
                            ("method", member.method)):
             columns[key].append(value)
     arrays.update({f"member_{key}": np.asarray(values, dtype=dtype) for (key, values), dtype in zip(
         columns.items(), (np.int64, np.int64, np.int64, np.float64, np.str_, np.int64, np.str_), strict=True)})
+    for k, names in sorted(history.lists.items()):
+        arrays[f"list_{int(k)}"], arrays[f"list_{int(k)}_ends"] = _encode(names)
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
     return buffer.getvalue()
@@ -107,11 +112,15 @@ def from_file(path: Path, version: str | None) -> MemberHistory:
                                   seed=int(content["member_seed"][i]), feature_names=tables[table],
                                   scores=content[f"scores_{i}"], seconds=float(content["member_seconds"][i]),
                                   fingerprint=str(content["member_fingerprint"][i]),
-                                  method=str(content["member_method"][i])))
+                                  method=str(content["member_method"][i]),
+                                  laplacian=content[f"laplacian_{i}"] if f"laplacian_{i}" in content else None))
+        # histories written before the lists and Laplacian scores were recorded have neither: both optional
+        lists = {int(key[len("list_"):]): _decode(content[key], content[f"{key}_ends"]) for key in content.files
+                 if key.startswith("list_") and not key.endswith("_ends")}
         runs = int(content["runs"])
         return MemberHistory(members=tuple(members), runs=runs, next_index=int(content["next_index"]),
                              data_source=str(content["data_source"]) or None, version=version, read_runs=runs,
-                             max_members=int(content["max_members"]) or None)
+                             max_members=int(content["max_members"]) or None, lists=lists)
 
 
 class _Store:

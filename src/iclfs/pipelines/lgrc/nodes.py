@@ -14,7 +14,9 @@ def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame
     """The selected features for every k of ``selection.k_values`` (up to d), in one long table.
 
     With ``selection.use_lgrc: false`` the selection is the first k of the
-    order (the paper's "without LGRC" ablation). Another ``selection.method``
+    order (the paper's "without LGRC" ablation). A carrying run's lists were
+    made by the ranking stage (``list_<k>_rank``, held to the last lists) and
+    are handed on as they are. Another ``selection.method``
     is not corrected: its selection at k is the k features of highest
     ``top_<k>_frequency`` (its own selection at k, or, carried, the features
     its members chose most), ties by the order.
@@ -32,7 +34,9 @@ def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame
     ls = laplacian_vector(laplacian_scores)
     by_index = feature_ranking.set_index("feature_index")
     grid = k_values_for(config, len(order))
-    if config.method == "iclfs":
+    if f"list_{grid[0]}_rank" in by_index:  # a carrying run's lists, made and recorded by the ranking stage
+        selections = {k: _listed(feature_ranking, k) for k in grid}
+    elif config.method == "iclfs":
         selections = select(order, ls, config, grid)
     else:  # another method selects by itself: at each k, the features it (or, carried, its members) chose most
         selections = {k: _most_chosen(feature_ranking, k) for k in grid}
@@ -50,6 +54,13 @@ def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame
             part["member_frequency"] = by_index.loc[chosen, f"top_{k}_frequency"].to_numpy()
         parts.append(part)
     return pd.concat(parts, ignore_index=True)
+
+
+def _listed(feature_ranking: pd.DataFrame, k: int) -> np.ndarray:
+    """The features on the list at k (``list_<k>_rank``), in their list order."""
+    ranks = feature_ranking[f"list_{k}_rank"]
+    on = ranks.notna().to_numpy()
+    return feature_ranking["feature_index"].to_numpy()[on][np.argsort(ranks[on].to_numpy(dtype=np.int64))]
 
 
 def _most_chosen(feature_ranking: pd.DataFrame, k: int) -> np.ndarray:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from iclfs.baselines import REGISTRY as BASELINES
-from iclfs.method.chain import k_values_for
+from iclfs.method.chain import carried_selections, k_values_for
 from iclfs.method.config import ConsensusConfig, HistoryConfig, RankingConfig, SelectionConfig
 from iclfs.method.consensus import combine_members
 from iclfs.method.history import MemberHistory, carry, usable_history
@@ -34,7 +34,11 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
         ``member_<i>_rank`` (member i's rank of the feature; for carried
         members i is the member's number in the history, and a member that
         did not see a feature leaves it empty) and, when carrying,
-        ``members_seen`` (how many members saw the feature).
+        ``members_seen`` (how many members saw the feature) and, for ICLFS,
+        ``list_<k>_rank`` (the feature's place on the run's list at k, empty
+        when not on it: a carrying run's lists are made here, held to the last
+        lists, :func:`iclfs.method.chain.carried_selections`, and recorded in
+        the history).
     consensus_metrics : dict
         MLflow metrics: ``member_jaccard`` (mean pairwise Jaccard of the
         members' first k, step k) with two members or more; ``carried_members``.
@@ -57,20 +61,27 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
     fingerprint = str(ground_truth.get("fingerprint") or "")
     new = [(int(seed), feature_names, member, float(sec), fingerprint)
            for seed, member, sec in zip(member_scores["seed"], scores, seconds, strict=True)]
-    carried_history, combined = carry(base, new, feature_names, history_config, grid,
-                                      laplacian_vector(laplacian_scores),
+    laplacian = laplacian_vector(laplacian_scores)
+    carried_history, combined = carry(base, new, feature_names, history_config, grid, laplacian,
                                       ConsensusConfig.from_dict(consensus).laplacian_weight, method)
     if not base.members:  # the history is this run's alone: it hands on exactly what a run without carrying does
         table, metrics = rank_one_run(member_scores, feature_names, laplacian_scores, ranking, consensus, selection)
         table["members_seen"] = len(new)
-        metrics["carried_members"] = [{"value": float(len(carried_history.members)), "step": 0}]
-        return table, metrics, carried_history
-    orders = {m.index: o for m, o in zip(carried_history.members, combined.member_orders, strict=True)}
-    score_name = (f"carried {history_config.rule} of {_score_name(method, ranking_config)} "
-                  f"({len(carried_history.members)} members)")
-    table, metrics = _ranking(feature_names, combined.order, combined.scores, score_name, orders,
-                              combined.frequency, grid)
-    table["members_seen"] = combined.seen[combined.order]
+    else:
+        orders = {m.index: o for m, o in zip(carried_history.members, combined.member_orders, strict=True)}
+        score_name = (f"carried {history_config.rule} of {_score_name(method, ranking_config)} "
+                      f"({len(carried_history.members)} members)")
+        table, metrics = _ranking(feature_names, combined.order, combined.scores, score_name, orders,
+                                  combined.frequency, grid)
+        table["members_seen"] = combined.seen[combined.order]
+    if method == "iclfs":  # the lists are made here, to be held to by the next run: lgrc hands them on
+        order = table["feature_index"].to_numpy()
+        selections, carried_history = carried_selections(carried_history, order, laplacian, selection_config,
+                                                         history_config, grid, feature_names)
+        for k, chosen in selections.items():
+            ranks = np.zeros(len(feature_names), dtype=np.int64)
+            ranks[chosen] = np.arange(1, k + 1)
+            table[f"list_{k}_rank"] = pd.array(np.where(ranks[order] > 0, ranks[order], None), dtype="Int64")
     metrics["carried_members"] = [{"value": float(len(carried_history.members)), "step": 0}]
     return table, metrics, carried_history
 
