@@ -3,6 +3,7 @@
     python -m benchmarks.refresh train --datasets lung_small ORL warpPIE10P --refreshes 20
     python -m benchmarks.refresh train --datasets drift --refreshes 45
     python -m benchmarks.refresh study       # the carried consensus's settings, by the rule below
+    python -m benchmarks.refresh study --round 2   # the hold and the Laplacian, on the first round's winner
     python -m benchmarks.refresh report      # every method on every dataset, the targets
 
 **Train** (the expensive part, once). For each deployment (its own seed) and

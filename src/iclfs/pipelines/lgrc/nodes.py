@@ -34,7 +34,7 @@ def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame
     ls = laplacian_vector(laplacian_scores)
     by_index = feature_ranking.set_index("feature_index")
     grid = k_values_for(config, len(order))
-    if f"list_{grid[0]}_rank" in by_index:  # a carrying run's lists, made and recorded by the ranking stage
+    if all(f"list_{k}_rank" in by_index for k in grid):  # a carrying run's lists, made by the ranking stage
         selections = {k: _listed(feature_ranking, k) for k in grid}
     elif config.method == "iclfs":
         selections = select(order, ls, config, grid)
