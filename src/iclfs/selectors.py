@@ -478,6 +478,7 @@ class ICLFSSelector(_Selector):
         self.training_history_ = [{"member": m.plan.index, "block": b, **row} for m in result.members
                                   for b, r in enumerate(m.results) for row in r.history]
 
+
 class BaselineSelector(_Selector):
     """Unsupervised feature selection by another method of the library: LS, SPEC, MCFS, NDFS, CAE or LS-CAE.
 

@@ -79,9 +79,7 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
         selections, carried_history = carried_selections(carried_history, order, laplacian, selection_config,
                                                          history_config, grid, feature_names)
         for k, chosen in selections.items():
-            ranks = np.zeros(len(feature_names), dtype=np.int64)
-            ranks[chosen] = np.arange(1, k + 1)
-            table[f"list_{k}_rank"] = pd.array(np.where(ranks[order] > 0, ranks[order], None), dtype="Int64")
+            table[f"list_{k}_rank"] = _rank_column(chosen, order)
     metrics["carried_members"] = [{"value": float(len(carried_history.members)), "step": 0}]
     return table, metrics, carried_history
 
@@ -139,10 +137,16 @@ def _ranking(feature_names: list[str], order: np.ndarray, scores: np.ndarray, sc
     metrics: dict = {}
     if len(orders) > 1:
         for i, member_order in orders.items():
-            ranks = np.full(d, np.nan)
-            ranks[member_order] = np.arange(1, len(member_order) + 1)  # a member's rank among what it saw
-            table[f"member_{i}_rank"] = pd.array(ranks[order], dtype="Int64")
+            table[f"member_{i}_rank"] = _rank_column(member_order, order)  # a member's rank among what it saw
         metrics["member_jaccard"] = [
             {"value": float(mean_pairwise_jaccard([o[:k] for o in orders.values()])), "step": int(k)}
             for k in grid]
     return table, metrics
+
+
+def _rank_column(ranked: np.ndarray, order: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    """The rank (1 = first) of each feature of ``order`` within ``ranked`` (feature indices best first), empty for
+    a feature not in it; a column of the table ``order`` lays out."""
+    ranks = np.full(len(order), np.nan)
+    ranks[ranked] = np.arange(1, len(ranked) + 1)
+    return pd.array(ranks[order], dtype="Int64")
