@@ -10,6 +10,10 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Workers share the cores: one thread each (their subprocesses inherit it), since OpenMP threads
+    # spinning against another worker's make both many times slower. Set before anything imports torch.
+    os.environ["OMP_NUM_THREADS"] = "1"
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = PROJECT_ROOT.parent / "shared" / "datasets"
