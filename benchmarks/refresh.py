@@ -4,6 +4,7 @@
     python -m benchmarks.refresh train --datasets drift --refreshes 45
     python -m benchmarks.refresh study       # the carried consensus's settings, by the rule below
     python -m benchmarks.refresh study --round 2   # the hold and the Laplacian, on the first round's winner
+    python -m benchmarks.refresh study --round 3   # the band's entry edge (admit), on the second round's winner
     python -m benchmarks.refresh report      # every method on every dataset, the targets
 
 **Train** (the expensive part, once). For each deployment (its own seed) and
@@ -69,6 +70,27 @@ and 2 above; the most points wins, a tie goes to the higher mean agreement,
 then to the smaller hold, then to ``run``. The winner's hold and Laplacian
 become the ``history`` defaults when it earns more points than the first
 round's winner and the accuracy point on at least two validation sets.
+
+**The study's third round** (``study --round 3``; its rule fixed before any
+of its lists was computed). The second round's winner (hold 3, carried
+Laplacian: the ``history`` defaults) holds its lists still but agrees less
+between deployments than no hold did (0.32 against 0.41 on the median
+reported dataset): a feature that entered an early list, from one or two
+members, stays while it is among the first 3k, so the list keeps early
+chance choices that the growing consensus has since ranked below others. A
+band with two edges lets the consensus's clear choices in: a feature among
+the first ceil(k / ``admit``) of this run's selection always enters the list,
+and the held features this run ranks lowest make way
+(:func:`iclfs.method.history.hold`; ``admit`` infinite: no forced entry, the
+second round's hold). The candidates are the second round's winner's rule,
+half-life, cap and Laplacian with every combination of hold (2, 3) and admit
+(2, 3, infinite). They are judged by rules 1 and 2 above; the most points
+wins, a tie goes to the higher mean agreement, then to the larger admit,
+then to the smaller hold. The winner's hold and admit become the
+``history`` defaults when its admit is finite, it earns at least the points
+of the second round's winner (hold 3, admit infinite, computed again in this
+round), a higher mean agreement, and the accuracy point on at least two
+validation sets.
 """
 
 from __future__ import annotations
