@@ -201,6 +201,11 @@ class ICLFSSelector(_Selector):
         :meth:`partial_fit` only: a feature of the last call's selection stays
         selected while it is among the first ``hold`` x k features this call
         would select (1: no hold; the pipeline's ``history.hold``).
+    admit : float >= 1, default=inf
+        :meth:`partial_fit` only: a feature among the first k / ``admit``
+        this call would select always enters the selection, in place of the
+        held features it ranks lowest (``float("inf")``: none is forced in;
+        the pipeline's ``history.admit``).
     history_laplacian : {"run", "carried"}, default="carried"
         :meth:`partial_fit` only: the Laplacian scores LGRC gates by, this
         call's table's or their mean over the carried members (the pipeline's
@@ -321,6 +326,7 @@ class ICLFSSelector(_Selector):
         max_members=_DEFAULTS.history.max_members,
         history_rule=_DEFAULTS.history.rule,
         hold=_DEFAULTS.history.hold,
+        admit=_DEFAULTS.history.admit,
         history_laplacian=_DEFAULTS.history.laplacian,
         progress=False,
         training_options=None,
@@ -345,6 +351,7 @@ class ICLFSSelector(_Selector):
         self.max_members = max_members
         self.history_rule = history_rule
         self.hold = hold
+        self.admit = admit
         self.history_laplacian = history_laplacian
         self.progress = progress
         self.training_options = training_options
@@ -377,7 +384,8 @@ class ICLFSSelector(_Selector):
         selection = SelectionConfig(k=k, k_values=tuple(grid), use_lgrc=self.use_lgrc, alpha=float(self.alpha),
                                     quantile=self.quantile)
         history = HistoryConfig(carry=carry, rule=self.history_rule, half_life=self.half_life,
-                                max_members=self.max_members, hold=self.hold, laplacian=self.history_laplacian)
+                                max_members=self.max_members, hold=self.hold, admit=self.admit,
+                                laplacian=self.history_laplacian)
         return Settings(seed=seed, training=training, runtime=runtime, views=ViewConfig.from_dict(
             self.view_options, "view_options"), ranking=RankingConfig(self.ranking_score),
             laplacian=LaplacianConfig(self.n_neighbors), selection=selection, consensus=consensus, history=history)

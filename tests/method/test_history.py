@@ -11,6 +11,7 @@ from iclfs.method.chain import carried_selections, held_selections, select
 from iclfs.method.config import HistoryConfig, ParameterError, SelectionConfig
 from iclfs.method.history import (
     MemberHistory,
+    admitted_k,
     age_weights,
     carried_laplacian,
     carry,
@@ -227,6 +228,36 @@ def test_held_selections_keep_a_last_list_that_is_still_near_the_top():
     held = held_selections(order, laplacian, config, [5], 3.0, previous, names)
     assert held[5].tolist() == [0, 1, 2, 3, 12]
     assert held_selections(order, laplacian, config, [5], 2.0, previous, names)[5].tolist() == [0, 1, 2, 3, 4]
+
+
+def test_admit_lets_this_runs_first_features_in_and_the_lowest_held_ones_make_way():
+    names = ["a", "b", "c", "d", "e", "f", "g", "h", "i"]
+    wider = np.arange(9)  # this run ranks a, b, c, ... best first
+    last = ["f", "g", "h"]  # all still within the wider selection: the plain hold keeps exactly them
+    assert hold(last, wider, names, 3).tolist() == [5, 6, 7]
+    assert hold(last, wider, names, 3, admit=math.inf).tolist() == [5, 6, 7]
+    # admit 3: the first ceil(3 / 3) = 1 enters, and h, the held feature ranked lowest, makes way
+    assert hold(last, wider, names, 3, admit=3.0).tolist() == [0, 5, 6]
+    # admit 1.5: ceil(2) = 2 enter; admit 1: this run's own first k, the hold undone
+    assert hold(last, wider, names, 3, admit=1.5).tolist() == [0, 1, 5]
+    assert hold(last, wider, names, 3, admit=1.0).tolist() == [0, 1, 2]
+    # an admitted feature already on the last list takes no one's place
+    assert hold(["a", "g", "h"], wider, names, 3, admit=3.0).tolist() == [0, 6, 7]
+    assert admitted_k(math.inf, 50) == 0 and admitted_k(3.0, 50) == 17 and admitted_k(2.0, 50) == 25
+    with pytest.raises(ValueError, match="admit must be at least 1"):
+        hold(last, wider, names, 3, admit=0.5)
+
+
+def test_held_selections_pass_admit_on_and_the_setting_is_checked():
+    names = [f"f{j}" for j in range(40)]
+    order, laplacian = np.arange(40), np.zeros(40)
+    previous = {10: [f"f{j}" for j in range(20, 30)]}  # all within 3 x 10: held without admit
+    held = held_selections(order, laplacian, SelectionConfig(), [10], 3.0, previous, names)
+    assert held[10].tolist() == list(range(20, 30))
+    admitted = held_selections(order, laplacian, SelectionConfig(), [10], 3.0, previous, names, admit=2.0)
+    assert admitted[10].tolist() == [0, 1, 2, 3, 4, 20, 21, 22, 23, 24]
+    with pytest.raises(ParameterError, match="history.admit"):
+        HistoryConfig(admit=0.9)
 
 
 def test_carried_laplacian_scores_are_the_weighted_mean_over_the_members_that_saw_each_feature():

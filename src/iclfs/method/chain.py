@@ -12,6 +12,7 @@ memory. The three give the same selection for the same settings and seed.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -104,15 +105,16 @@ def select(order: np.ndarray, laplacian: np.ndarray, selection: SelectionConfig,
 
 
 def held_selections(order: np.ndarray, laplacian: np.ndarray, selection: SelectionConfig, k_values: list[int],
-                    hold_factor: float, previous: dict[int, list[str]] | None, feature_names: list[str]
-                    ) -> dict[int, np.ndarray]:
+                    hold_factor: float, previous: dict[int, list[str]] | None, feature_names: list[str],
+                    admit: float = math.inf) -> dict[int, np.ndarray]:
     """:func:`select` at every k, each list held to ``previous``, the last list at that k by name
-    (:func:`iclfs.method.history.hold`, ``history.hold``); :func:`select` itself without a hold or a last list."""
+    (:func:`iclfs.method.history.hold`, ``history.hold`` and ``history.admit``); :func:`select` itself without
+    a hold or a last list."""
     if hold_factor <= 1 or not previous:
         return select(order, laplacian, selection, k_values)
     d = len(order)
     wider = select(order, laplacian, selection, sorted({held_k(hold_factor, k, d) for k in k_values}))
-    return {k: hold(previous.get(k), wider[held_k(hold_factor, k, d)], feature_names, k) for k in k_values}
+    return {k: hold(previous.get(k), wider[held_k(hold_factor, k, d)], feature_names, k, admit) for k in k_values}
 
 
 def carried_selections(history: MemberHistory, order: np.ndarray, laplacian: np.ndarray, selection: SelectionConfig,
@@ -124,13 +126,15 @@ def carried_selections(history: MemberHistory, order: np.ndarray, laplacian: np.
     carried``, by their weighted mean over the members
     (:func:`~iclfs.method.history.carried_laplacian`; ``inf`` where this run's
     is, a feature without variance on this table); each list is held to
-    the last list at its k, the lists ``history`` recorded (``history.hold``).
+    the last list at its k, the lists ``history`` recorded (``history.hold``,
+    ``history.admit``).
     ``history`` already holds this run's members.
     """
     gate = np.asarray(laplacian, dtype=np.float64)
     if config.laplacian == "carried":  # a feature without variance on this run's graph stays last, whatever before
         gate = np.where(np.isfinite(gate), carried_laplacian(history, feature_names, config.half_life), np.inf)
-    selections = held_selections(order, gate, selection, k_values, config.hold, history.lists, feature_names)
+    selections = held_selections(order, gate, selection, k_values, config.hold, history.lists, feature_names,
+                                 config.admit)
     lists = {k: tuple(str(feature_names[j]) for j in chosen) for k, chosen in selections.items()}
     return selections, replace(history, lists=lists)
 

@@ -381,7 +381,8 @@ def carried_laplacian(history: MemberHistory, feature_names: Sequence[str], half
         return np.where(covered > 0, total / np.where(covered > 0, covered, 1.0), np.inf)
 
 
-def hold(previous: Sequence[str] | None, wider: np.ndarray, feature_names: Sequence[str], k: int) -> np.ndarray:
+def hold(previous: Sequence[str] | None, wider: np.ndarray, feature_names: Sequence[str], k: int,
+         admit: float = math.inf) -> np.ndarray:
     """The k features a run hands on when its data source's last list at k was ``previous``.
 
     A list that holds still keeps a feature while it stays near the top, rather
@@ -390,6 +391,11 @@ def hold(previous: Sequence[str] | None, wider: np.ndarray, feature_names: Seque
     ``history.hold`` x k features; the places of those that left go to the best
     features of ``wider`` not on the last list. Features of the last list no
     longer in the table are dropped (by name).
+
+    The band has a second edge, so that a list does not keep an early chance
+    choice against the consensus's clear ones: a feature among the first
+    ceil(k / ``admit``) of ``wider`` always enters, and the held features this
+    run ranks lowest make way.
 
     Parameters
     ----------
@@ -400,6 +406,8 @@ def hold(previous: Sequence[str] | None, wider: np.ndarray, feature_names: Seque
     feature_names : sequence of str
         The table's feature names.
     k : int
+    admit : float >= 1, default=inf
+        ``history.admit``; infinite: no feature is forced in.
 
     Returns
     -------
@@ -409,12 +417,22 @@ def hold(previous: Sequence[str] | None, wider: np.ndarray, feature_names: Seque
     wider = np.asarray(wider, dtype=np.int64)
     if not 1 <= k <= len(wider):
         raise ValueError(f"k must be in 1..{len(wider)} (the wider selection's size), got {k}")
+    if not admit >= 1:
+        raise ValueError(f"admit must be at least 1 (infinite: no forced entry), got {admit}")
     if not previous:
         return wider[:k]
     kept = set(map(str, previous))
     on_list = np.array([str(feature_names[j]) in kept for j in wider], dtype=bool)
-    chosen = np.concatenate([wider[on_list], wider[~on_list]])[:k]
+    admitted = np.arange(len(wider)) < admitted_k(admit, k)
+    # Places go first to the admitted, then to the last list's features, then to the rest, each best first.
+    priority = np.where(admitted, 0, np.where(on_list, 1, 2))
+    chosen = wider[np.argsort(priority, kind="stable")[:k]]
     return wider[np.isin(wider, chosen)]
+
+
+def admitted_k(admit: float, k: int) -> int:
+    """How many of this run's first features :func:`hold` lets into a list of k, whatever the last list was."""
+    return 0 if math.isinf(admit) else min(k, math.ceil(k / admit))
 
 
 def held_k(hold_factor: float, k: int, n_features: int) -> int:
