@@ -539,14 +539,21 @@ def study_markdown(table: pd.DataFrame, command: str, study_round: int = 1) -> s
 def chosen() -> Candidate:
     """The carried consensus as ``select`` runs it: the ``history`` section's defaults (set by the study)."""
     config = HistoryConfig()
-    return Candidate(config.rule, config.half_life, config.max_members, config.hold, config.laplacian)
+    return Candidate(config.rule, config.half_life, config.max_members, config.hold, config.laplacian, config.admit)
 
 
-def report_cells(dataset: str, store: Path, data_dirs: Sequence[str]) -> dict[str, pd.DataFrame]:
-    """Every method's cells on one dataset, keyed ``refresh/<dataset>/<method>/seed_<deployment>``."""
-    candidate = chosen()
-    runs = {d: refresh_runs(dataset, d, store, data_dirs, [candidate]) for d in DEPLOYMENTS}
-    methods = [m for m in (ONE, candidate.name, "LS", "NDFS") if m in runs[DEPLOYMENTS[0]][0].selections]
+def reported_methods() -> tuple[str, ...]:
+    return ONE, chosen().name, "LS", "NDFS"
+
+
+def report_cells(dataset: str, store: Path, data_dirs: Sequence[str], methods: Sequence[str] | None = None
+                 ) -> dict[str, pd.DataFrame]:
+    """The cells on one dataset of ``methods`` (default: every reported one), keyed
+    ``refresh/<dataset>/<method>/seed_<deployment>``."""
+    methods = reported_methods() if methods is None else methods
+    runs = {d: refresh_runs(dataset, d, store, data_dirs, [chosen()], baselines=bool({"LS", "NDFS"} & set(methods)))
+            for d in DEPLOYMENTS}
+    methods = [m for m in methods if m in runs[DEPLOYMENTS[0]][0].selections]
     return {f"refresh/{key}": table for key, table in cells(dataset, runs, methods, with_accuracy=True).items()}
 
 
@@ -615,7 +622,8 @@ def report_markdown(results: pd.DataFrame, cost: dict[str, float], train_seconds
              f"Every refresh takes a fresh random {KEEP:.0%} of the samples; two deployments (seeds "
              f"{DEPLOYMENTS[0]} and {DEPLOYMENTS[1]}) draw their own. *One run per refresh* is today's `select` "
              f"(the default settings); *{carried}* is `select` with `history.carry: true` and the history "
-             "section's defaults, chosen by the study's two rounds (`refresh_study.md`, `refresh_study_hold.md`), "
+             "section's defaults, chosen by the study's three rounds (`refresh_study.md`, `refresh_study_hold.md`, "
+             "`refresh_study_admit.md`), "
              "and its new member at each refresh "
              "is that refresh's one run (never trained twice). LS is the Laplacian score, NDFS is given the "
              "number of classes. Jaccard@50 and Nogueira's Φ compare the first 50 features.", ""]
@@ -727,7 +735,8 @@ def main(argv: list[str] | None = None) -> None:
     report.add_argument("--datasets", nargs="+", default=[*REPORTED, DRIFT])
     report.add_argument("--out", default=str(HERE / "results" / "refresh.md"))
     report.add_argument("--cells", default=str(HERE / "results" / "cells"))
-    report.add_argument("--keep", action="store_true", help="reuse the cells of datasets already in --cells")
+    report.add_argument("--keep", action="store_true",
+                        help="reuse the cells already in --cells: compute only the methods a dataset lacks")
     for sub in (run, study, report):
         sub.add_argument("--store", default=STORE if sub is run else str(PUBLISHED),
                          help="the trained members (default: train writes under data/, study and report read the "
@@ -755,11 +764,15 @@ def main(argv: list[str] | None = None) -> None:
 
     store = CellsDataset(path=args.cells)
     stored = set(store.load()) if args.keep else set()
+    from iclfs.evaluation.benchmark import slug
+
     for dataset in args.datasets:
-        if any(key.startswith(f"refresh/{dataset}/") for key in stored):
+        missing = [m for m in reported_methods()
+                   if not any(key.startswith(f"refresh/{dataset}/{slug(m)}/") for key in stored)]
+        if not missing:
             print(f"{dataset}: cells kept", flush=True)
             continue
-        computed = report_cells(dataset, Path(args.store), args.data_dirs)
+        computed = report_cells(dataset, Path(args.store), args.data_dirs, missing)
         store.save(computed)  # each dataset's cells as soon as they exist
         print(f"{dataset}: {len(computed)} cells in {time.time() - started:.0f} s", flush=True)
     loaded = {key: load() for key, load in store.load().items() if key.startswith("refresh/")}

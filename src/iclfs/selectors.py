@@ -201,7 +201,7 @@ class ICLFSSelector(_Selector):
         :meth:`partial_fit` only: a feature of the last call's selection stays
         selected while it is among the first ``hold`` x k features this call
         would select (1: no hold; the pipeline's ``history.hold``).
-    admit : float >= 1, default=inf
+    admit : float >= 1, default=2.0
         :meth:`partial_fit` only: a feature among the first k / ``admit``
         this call would select always enters the selection, in place of the
         held features it ranks lowest (``float("inf")``: none is forced in;

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import shutil
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from benchmarks import refresh
+from iclfs.evaluation.benchmark import slug
 from iclfs.io.synthetic import make_synthetic
 from iclfs.method.history import member_seed
 
@@ -120,6 +122,26 @@ def test_the_second_rounds_winner_becomes_the_default_only_with_more_points_and_
     assert not refresh.holds_by_default(pd.DataFrame([first]), pd.Series(row(3.0, "carried", 7, 1)))  # less accurate
 
 
+def test_the_third_round_ties_go_to_the_larger_admit_and_its_winner_must_agree_more():
+    def row(hold, admit, points, agreement, accurate=3):
+        return {"candidate": f"{hold} {admit}", "rule": "mean_rank", "half_life": math.inf, "max_members": 64,
+                "hold": hold, "laplacian": "carried", "admit": admit, "drift": True, "points": points,
+                "mean_agreement": agreement,
+                **{f"{d}.accuracy_point": i < accurate for i, d in enumerate(refresh.VALIDATION)}}
+
+    assert {(c.hold, c.admit) for c in refresh.admitting_candidates()} == {
+        (h, a) for h in (2.0, 3.0) for a in (2.0, 3.0, math.inf)}
+    second = row(3.0, math.inf, 7, 0.37)
+    tied = pd.DataFrame([row(3.0, 2.0, 7, 0.42), row(3.0, 3.0, 7, 0.42), second])
+    assert refresh.winner(tied)["admit"] == 3.0  # a tie on points and agreement: the larger admit
+    best = row(3.0, 2.0, 7, 0.42)
+    assert refresh.admits_by_default(pd.DataFrame([best, second]), pd.Series(best))
+    assert not refresh.admits_by_default(pd.DataFrame([second]), pd.Series(row(3.0, 2.0, 6, 0.5)))  # fewer points
+    assert not refresh.admits_by_default(pd.DataFrame([second]), pd.Series(row(3.0, 2.0, 7, 0.37)))  # no more agreement
+    assert not refresh.admits_by_default(pd.DataFrame([second]), pd.Series(row(3.0, 2.0, 7, 0.5, 1)))  # less accurate
+    assert not refresh.admits_by_default(pd.DataFrame([second]), pd.Series(second))  # the second round's own
+
+
 def test_the_study_judges_every_candidate_and_writes_its_table(store, monkeypatch):
     monkeypatch.setattr(refresh, "VALIDATION", ("tiny",))
     monkeypatch.setattr(refresh, "DRIFT", "tiny")  # the tiny tables' informative features move at DRIFT_AT
@@ -155,3 +177,20 @@ def test_the_report_command_writes_cells_and_report_and_keep_reuses_the_cells(st
     assert computed == ["tiny"] and (cells / "refresh" / "tiny").is_dir() and out.read_text().startswith("#")
     refresh.main([*command, "--keep"])
     assert computed == ["tiny"]  # the stored cells were reused
+    # a method whose cells are gone (a new default, say) is computed alone; the others are kept
+    carried = cells / "refresh" / "tiny" / slug(refresh.chosen().name)
+    kept = sorted(p.name for p in (cells / "refresh" / "tiny").iterdir() if p != carried)
+    stamps = {p: p.stat().st_mtime_ns for p in (cells / "refresh" / "tiny").rglob("*.csv") if carried not in p.parents}
+    shutil.rmtree(carried)
+    refresh.main([*command, "--keep"])
+    assert computed == ["tiny", "tiny"] and carried.is_dir()
+    assert sorted(p.name for p in (cells / "refresh" / "tiny").iterdir() if p != carried) == kept
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps  # the other methods' cells untouched
+
+
+def test_the_reported_carried_consensus_is_exactly_the_history_defaults():
+    from dataclasses import replace
+
+    from iclfs.method.config import HistoryConfig
+
+    assert refresh.chosen().config() == replace(HistoryConfig(), carry=True)
