@@ -24,7 +24,14 @@ from iclfs.method.config import (
     TrainingConfig,
     ViewConfig,
 )
-from iclfs.method.history import MemberHistory, carried_laplacian, combine_history, hold, member_seed
+from iclfs.method.history import (
+    MemberHistory,
+    admitted_k,
+    carried_laplacian,
+    combine_history,
+    hold,
+    member_seed,
+)
 from iclfs.method.laplacian import laplacian_scores
 from iclfs.method.lgrc import lgrc_select
 from iclfs.method.preprocessing import FeatureTable, invert, prepare
@@ -386,10 +393,11 @@ def test_partial_fit_starts_as_fit_and_carries_each_calls_member(table):
     assert np.all((carried.selection_frequency_ >= 0) & (carried.selection_frequency_ <= 1))
 
 
-def test_partial_fit_with_a_hold_keeps_the_last_selection_while_it_stays_near_the_top(table):
+@pytest.mark.parametrize("admit", [float("inf"), 2.0])
+def test_partial_fit_with_a_hold_keeps_the_last_selection_while_it_stays_near_the_top(table, admit):
     X = np.asarray(table.X)
     rows = [np.sort(np.random.default_rng(r).choice(40, size=36, replace=False)) for r in range(2)]
-    held = ICLFSSelector(K, random_state=7, hold=3.0, history_laplacian="carried", **FAST)
+    held = ICLFSSelector(K, random_state=7, hold=3.0, admit=admit, history_laplacian="carried", **FAST)
     free = ICLFSSelector(K, random_state=7, **FAST)
     for r in range(2):
         held.partial_fit(X[rows[r]])
@@ -403,9 +411,12 @@ def test_partial_fit_with_a_hold_keeps_the_last_selection_while_it_stays_near_th
     # features in it stay, the rest of the places go to its best others
     laplacian = carried_laplacian(held.history_, names, float("inf"))
     wider = chain.select(held.feature_order_, laplacian, SelectionConfig(), [3 * K])[3 * K]
-    expected = hold([names[j] for j in last], wider, names, K)
+    expected = hold([names[j] for j in last], wider, names, K, admit)
     np.testing.assert_array_equal(held.selected_features_, expected)
-    assert last & set(wider.tolist()) <= set(held.selected_features_.tolist())
+    if admit == float("inf"):
+        assert last & set(wider.tolist()) <= set(held.selected_features_.tolist())
+    else:  # the first ceil(K / admit) of the wider selection are in, whatever the last selection
+        assert set(wider[:admitted_k(admit, K)].tolist()) <= set(held.selected_features_.tolist())
 
 
 def test_partial_fit_needs_the_same_features_and_fit_starts_afresh(table, frame):

@@ -368,7 +368,8 @@ def test_a_carrying_run_with_a_hold_hands_on_the_lists_it_recorded_held_to_the_l
     rng = np.random.default_rng(4)
     names = [f"g{j}" for j in range(30)]
     parameters = Settings().with_overrides(
-        "selection.k=5,selection.k_values=[5,10],history.hold=2.0,history.laplacian=carried").to_parameters()
+        "selection.k=5,selection.k_values=[5,10],history.hold=2.0,history.admit=5.0,history.laplacian=carried"
+    ).to_parameters()
     sections = {key: parameters[key] for key in ("ranking", "consensus", "selection")}
     history, handed_on = MemberHistory(), []
     for run in range(3):
@@ -381,10 +382,12 @@ def test_a_carrying_run_with_a_hold_hands_on_the_lists_it_recorded_held_to_the_l
         assert history.lists == lists  # what the history records is exactly what was handed on
         handed_on.append(lists)
     # the third run's list at 5: the second's features among its wider selection (2 x 5 by the carried
-    # Laplacian scores) stay, the best of the others fill the rest
+    # Laplacian scores) stay, the best of the others fill the rest; the wider selection's first (5 / admit 5)
+    # is in whatever the last list
     gate = carried_laplacian(history, names, float("inf"))
     wider = select(table["feature_index"].to_numpy(), gate, SelectionConfig(), [10])[10]
-    assert [names[j] for j in hold(handed_on[1][5], wider, names, 5)] == list(handed_on[2][5])
+    assert [names[j] for j in hold(handed_on[1][5], wider, names, 5, admit=5.0)] == list(handed_on[2][5])
+    assert names[wider[0]] in handed_on[2][5]
     assert set(handed_on[2][5]) != {names[j] for j in wider[:5]}  # the hold kept what a plain list would drop
 
 
