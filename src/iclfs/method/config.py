@@ -345,7 +345,7 @@ class HistoryConfig(Section):
     hold: float = param(3.0, number(1), "a feature of the last list stays while among the first hold x k this run "
                                         "would select (1: no hold)")
     admit: float = param(2.0, number(1), "a feature among the first k / admit this run would select always "
-                                              "enters the list (.inf: none is forced in)")
+                                         "enters the list (.inf: none is forced in)")
     laplacian: str = param("carried", one_of(*HISTORY_LAPLACIAN),
                            "the Laplacian scores LGRC gates by: run: this run's; carried: their weighted mean over "
                            "the members")
