@@ -12,6 +12,7 @@ import pytest
 from kedro.io.core import DatasetError, Version
 
 from iclfs.io.datasets import MemberHistoryDataset, MemberHistoryView
+from iclfs.io.datasets.member_history_dataset import from_file, to_bytes
 from iclfs.method.history import MemberHistory
 
 NAMES = ["042", "NA", "", "ünïcode ☃", "x" * 5000, " padded ", "=1+1", "1.0", "01", "tab\there"]
@@ -178,3 +179,27 @@ def test_a_merge_keeps_this_runs_laplacian_scores_and_lists(tmp_path):
     back = view(tmp_path).load()
     assert [m.seed for m in back.members] == [1, 2, 3] and back.lists == {2: (NAMES[1], NAMES[0])}
     np.testing.assert_array_equal(back.members[-1].laplacian, laplacian)
+
+
+def test_one_runs_laplacian_scores_are_stored_once_and_a_history_with_them_per_member_still_reads(tmp_path):
+    first, second = (np.random.default_rng(s).random(len(NAMES)) for s in (0, 1))
+    history = view(tmp_path).load().add_run(
+        [(s, NAMES, np.arange(len(NAMES), dtype=float), 1.0, "f") for s in (1, 2, 3)], 64, laplacian=first)
+    history = history.add_run([(4, NAMES, np.ones(len(NAMES)), 1.0, "g")], 64, laplacian=second)
+    dataset(tmp_path, "v1").save(history)
+    stored = sorted(key for key in np.load(tmp_path / "member_history.npz" / "v1" / "member_history.npz").files
+                    if key.startswith("laplacian"))
+    assert stored == ["laplacian_run_0", "laplacian_run_1"]  # three members of run 0, one array
+    back = view(tmp_path).load()
+    for member, expected in zip(back.members, (first, first, first, second), strict=True):
+        np.testing.assert_array_equal(member.laplacian, expected)
+    # the earlier layout, one array per member, reads the same
+    with np.load(tmp_path / "member_history.npz" / "v1" / "member_history.npz") as content:
+        arrays = {key: content[key] for key in content.files if not key.startswith("laplacian")}
+    arrays.update({f"laplacian_{i}": m.laplacian for i, m in enumerate(history.members)})
+    (tmp_path / "old").mkdir()
+    np.savez_compressed(tmp_path / "old" / "member_history.npz", **arrays)
+    old = from_file(tmp_path / "old" / "member_history.npz", "old")
+    for member, expected in zip(old.members, (first, first, first, second), strict=True):
+        np.testing.assert_array_equal(member.laplacian, expected)
+    assert len(to_bytes(old)) < (tmp_path / "old" / "member_history.npz").stat().st_size  # written anew: once per run

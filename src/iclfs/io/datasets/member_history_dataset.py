@@ -83,8 +83,9 @@ def to_bytes(history: MemberHistory) -> bytes:
         if table == len(tables) - 1 and f"names_{table}" not in arrays:
             arrays[f"names_{table}"], arrays[f"names_{table}_ends"] = _encode(member.feature_names)
         arrays[f"scores_{i}"] = np.asarray(member.scores, dtype=np.float64)
-        if member.laplacian is not None:
-            arrays[f"laplacian_{i}"] = np.asarray(member.laplacian, dtype=np.float64)
+        if member.laplacian is not None and f"laplacian_run_{member.run}" not in arrays:
+            # one run's members share its table's scores: stored once per run
+            arrays[f"laplacian_run_{member.run}"] = np.asarray(member.laplacian, dtype=np.float64)
         for key, value in (("run", member.run), ("index", member.index), ("seed", member.seed),
                            ("seconds", member.seconds), ("fingerprint", member.fingerprint), ("table", table),
                            ("method", member.method)):
@@ -104,16 +105,21 @@ def from_file(path: Path, version: str | None) -> MemberHistory:
         if int(content["format"]) != FORMAT:
             raise ValueError(f"format {int(content['format'])}, this version of iclfs reads format {FORMAT}")
         tables: dict[int, tuple[str, ...]] = {}
+        laplacians: dict[int, np.ndarray] = {}
         members = []
         for i, table in enumerate(content["member_table"].tolist()):
             if table not in tables:
                 tables[table] = _decode(content[f"names_{table}"], content[f"names_{table}_ends"])
-            members.append(Member(run=int(content["member_run"][i]), index=int(content["member_index"][i]),
+            run = int(content["member_run"][i])
+            if run not in laplacians and f"laplacian_run_{run}" in content.files:
+                laplacians[run] = content[f"laplacian_run_{run}"]
+            # a history written before the scores were stored once per run has them per member
+            laplacian = content[f"laplacian_{i}"] if f"laplacian_{i}" in content.files else laplacians.get(run)
+            members.append(Member(run=run, index=int(content["member_index"][i]),
                                   seed=int(content["member_seed"][i]), feature_names=tables[table],
                                   scores=content[f"scores_{i}"], seconds=float(content["member_seconds"][i]),
                                   fingerprint=str(content["member_fingerprint"][i]),
-                                  method=str(content["member_method"][i]),
-                                  laplacian=content[f"laplacian_{i}"] if f"laplacian_{i}" in content else None))
+                                  method=str(content["member_method"][i]), laplacian=laplacian))
         # histories written before the lists and Laplacian scores were recorded have neither: both optional
         lists = {int(key[len("list_"):]): _decode(content[key], content[f"{key}_ends"]) for key in content.files
                  if key.startswith("list_") and not key.endswith("_ends")}
