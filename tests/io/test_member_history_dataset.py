@@ -187,8 +187,8 @@ def test_one_runs_laplacian_scores_are_stored_once_and_a_history_with_them_per_m
         [(s, NAMES, np.arange(len(NAMES), dtype=float), 1.0, "f") for s in (1, 2, 3)], 64, laplacian=first)
     history = history.add_run([(4, NAMES, np.ones(len(NAMES)), 1.0, "g")], 64, laplacian=second)
     dataset(tmp_path, "v1").save(history)
-    stored = sorted(key for key in np.load(tmp_path / "member_history.npz" / "v1" / "member_history.npz").files
-                    if key.startswith("laplacian"))
+    with np.load(tmp_path / "member_history.npz" / "v1" / "member_history.npz") as content:
+        stored = sorted(key for key in content.files if key.startswith("laplacian"))
     assert stored == ["laplacian_run_0", "laplacian_run_1"]  # three members of run 0, one array
     back = view(tmp_path).load()
     for member, expected in zip(back.members, (first, first, first, second), strict=True):
