@@ -20,7 +20,9 @@ from iclfs.baselines.concrete import (
     select_cae,
     select_lscae,
 )
+from iclfs.baselines import concrete
 from iclfs.method.config import ParameterError, RuntimeConfig
+from iclfs.method.runtime import flushing_denormals
 
 RUNTIME = RuntimeConfig(device="cpu", progress=False, num_threads=1)
 
@@ -87,6 +89,24 @@ def test_exactly_k_distinct_features_and_the_same_selection_at_the_same_seed(X, 
     before = torch.random.get_rng_state()
     select(X, [3], seed=8, options=options, runtime=RUNTIME)
     assert torch.equal(before, torch.random.get_rng_state())  # the caller's torch stream is left alone
+
+
+@pytest.mark.parametrize("caller_flushes", [False, True])
+def test_training_flushes_subnormals_on_the_cpu_and_restores_the_callers_setting(X, monkeypatch, caller_flushes):
+    seen = []
+    train = concrete.train_lscae
+
+    def spy(*args, **kwargs):
+        seen.append(flushing_denormals())
+        return train(*args, **kwargs)
+
+    monkeypatch.setattr(concrete, "train_lscae", spy)
+    torch.set_flush_denormal(caller_flushes)
+    try:
+        select_lscae(X, [3, 4], seed=7, options=LSCAEOptions(epochs=1), runtime=RUNTIME)
+        assert seen == [True, True] and flushing_denormals() == caller_flushes
+    finally:
+        torch.set_flush_denormal(False)
 
 
 def test_cae_tries_again_with_twice_the_epochs_and_ends_a_try_early_once_sure(X):

@@ -20,6 +20,8 @@ from iclfs.method.runtime import (
     _cgroup_cpu_quota,
     available_cpus,
     compute_settings,
+    denormals_flushed,
+    flushing_denormals,
     forward_context_for,
     resolve_precision,
 )
@@ -192,3 +194,13 @@ def test_available_cpus_is_the_affinity_set_capped_by_the_quota(monkeypatch, quo
     monkeypatch.setattr(resources, "_cgroup_cpu_quota", lambda: quota)
     affinity = len(os.sched_getaffinity(0))
     assert available_cpus() == (affinity if cap is None else min(affinity, cap))
+
+
+def test_denormals_are_flushed_on_the_cpu_only_and_the_setting_restored():
+    assert not flushing_denormals()
+    with denormals_flushed(CPU):
+        assert flushing_denormals()
+        assert (torch.tensor([1e-39]) * 1.0).item() == 0.0
+    assert not flushing_denormals()
+    with denormals_flushed(torch.device("meta")):  # another device's training leaves the CPU's setting alone
+        assert not flushing_denormals()
