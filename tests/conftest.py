@@ -8,8 +8,13 @@ import warnings
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
+# CI lands a change only when green, so there (HYPOTHESIS_PROFILE=ci, set by .ci/run) hypothesis draws the same
+# examples on every run; elsewhere it draws new ones, to find what those miss.
+hypothesis_settings.register_profile("ci", derandomize=True)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # Workers share the cores: one thread each (their subprocesses inherit it), since OpenMP threads
     # spinning against another worker's make both many times slower. Set before anything imports torch.

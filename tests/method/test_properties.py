@@ -15,6 +15,9 @@ from iclfs.method.laplacian import laplacian_scores
 from iclfs.method.preprocessing import standardize
 
 finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False, width=32)
+# standardize calls a column constant when its spread is below 1e-12 of its magnitude, so a column at that edge
+# ([1e-12, 0, 0, ...]) may be constant in a rescaled copy and not in the original: values are at least 2^-10 in size.
+clear_of_zero = st.one_of(st.floats(2**-10, 1e3, width=32), st.floats(-1e3, -(2**-10), width=32))
 
 
 @settings(max_examples=30, deadline=None)
@@ -46,11 +49,12 @@ def _neighbours_are_untied(Z: np.ndarray, k: int) -> bool:
 
 
 @settings(max_examples=30, deadline=None)
-@given(arrays(np.float64, st.tuples(st.integers(5, 12), st.integers(2, 6)), elements=finite),
+@given(arrays(np.float64, st.tuples(st.integers(5, 12), st.integers(2, 6)), elements=clear_of_zero, unique=True),
        st.floats(0.5, 100.0))
 def test_laplacian_scores_ignore_feature_scale_and_shift(X, scale):
     # Where a sample's 3rd and 4th nearest neighbours are (nearly) tied, which 3 the graph links is decided by
     # rounding, and a rescaled copy may decide otherwise: the property is about a graph both copies agree on.
+    # Distinct values (unique) tie less often, so few examples are thrown away.
     assume(_neighbours_are_untied(standardize(X), 3))
     a = laplacian_scores(standardize(X))
     b = laplacian_scores(standardize(X * scale + 7.0))
