@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from iclfs import baselines
+from iclfs.baselines import concrete
 from iclfs.baselines.concrete import (
     CAEOptions,
     LSCAEOptions,
@@ -20,7 +21,6 @@ from iclfs.baselines.concrete import (
     select_cae,
     select_lscae,
 )
-from iclfs.baselines import concrete
 from iclfs.method.config import ParameterError, RuntimeConfig
 from iclfs.method.runtime import flushing_denormals
 
