@@ -282,8 +282,8 @@ def denormals_flushed(device: torch.device) -> Iterator[None]:
     probabilities, and so their gradients and Adam moments, subnormal, and x86
     CPUs compute on subnormals many times slower: on PCMAC, LS-CAE's CPU time
     halved once they were flushed. A subnormal float32 is below 1.2e-38, so
-    flushing it moves no sum of normal numbers; the benchmark's cells came out
-    identical either way (docs/guides/methods.md). Other devices are left as they are.
+    flushing it moves no sum of normal numbers; four benchmark cells recomputed
+    with it came out identical (docs/guides/methods.md). Other devices are left as they are.
     """
     if device.type != "cpu":
         yield
