@@ -299,15 +299,18 @@ def test_two_overlapping_runs_on_one_data_source_keep_their_own_results(project)
     def tail(name: str) -> str:
         return (project / f"{name}.log").read_text()[-2000:]
 
-    run_a = start("a.csv", 200)
+    run_a = start("a.csv", 400)
     deadline = time.time() + 300
-    while not list((project / "data/03_primary/shared/standardized_data.npy").glob("*/*.npy")):
+    while "Running node: train_model" not in (project / "a.csv.log").read_text():
         assert time.time() < deadline and run_a.poll() is None, tail("a.csv")
         time.sleep(0.05)
-    # A is held still from its first artifacts (long before it writes the member history) until B has
-    # run from start to end: the overlap is certain, however fast or slow the machine
+    # A is held still while it trains (after its first artifacts, before it writes the member history) until
+    # B has run from start to end: the overlap is certain, however fast or slow the machine. Held anywhere
+    # else, A could be inside a write to the shared MLflow store, and B would wait on that lock for nothing.
     os.kill(run_a.pid, signal.SIGSTOP)
     try:
+        since = (project / "a.csv.log").read_text().split("Running node: train_model")[-1]
+        assert "Completed" not in since and "Running node" not in since, "A was not held while training"
         run_b = start("b.csv", 1)
         assert run_b.wait(timeout=300) == 0, tail("b.csv")
         assert run_a.poll() is None, "run A finished before run B: the runs did not overlap"
