@@ -296,12 +296,15 @@ def test_two_overlapping_runs_on_one_data_source_keep_their_own_results(project)
         return subprocess.Popen([sys.executable, "-m", "kedro", "run", "--pipelines", "select", "--params", params],
                                 cwd=project, env=env, stdout=log, stderr=subprocess.STDOUT)
 
+    def log(name: str) -> str:
+        return (project / f"{name}.log").read_text()
+
     def tail(name: str) -> str:
-        return (project / f"{name}.log").read_text()[-2000:]
+        return log(name)[-2000:]
 
     run_a = start("a.csv", 400)
     deadline = time.time() + 300
-    while "Running node: train_model" not in (project / "a.csv.log").read_text():
+    while "Running node: train_model" not in log("a.csv"):
         assert time.time() < deadline and run_a.poll() is None, tail("a.csv")
         time.sleep(0.05)
     # A is held still while it trains (after its first artifacts, before it writes the member history) until
@@ -309,7 +312,7 @@ def test_two_overlapping_runs_on_one_data_source_keep_their_own_results(project)
     # else, A could be inside a write to the shared MLflow store, and B would wait on that lock for nothing.
     os.kill(run_a.pid, signal.SIGSTOP)
     try:
-        since = (project / "a.csv.log").read_text().split("Running node: train_model")[-1]
+        since = log("a.csv").split("Running node: train_model")[-1]
         assert "Completed" not in since and "Running node" not in since, "A was not held while training"
         run_b = start("b.csv", 1)
         assert run_b.wait(timeout=300) == 0, tail("b.csv")
