@@ -5,6 +5,7 @@
     python -m benchmarks.refresh study       # the carried consensus's settings, by the rule below
     python -m benchmarks.refresh study --round 2   # the hold and the Laplacian, on the first round's winner
     python -m benchmarks.refresh study --round 3   # the band's entry edge (admit), on the second round's winner
+    python -m benchmarks.refresh study --round 4   # the Laplacian weight, on the third round's winner
     python -m benchmarks.refresh report      # every method on every dataset, the targets
 
 **Train** (the expensive part, once). For each deployment (its own seed) and
@@ -90,6 +91,25 @@ then to the smaller hold. The winner's hold and admit become the
 ``history`` defaults when its admit is finite, it earns at least the points
 of the second round's winner (hold 3, admit infinite, computed again in this
 round), a higher mean agreement, and the accuracy point on at least two
+validation sets.
+
+**The study's fourth round** (``study --round 4``; its rule fixed before any
+of its lists was computed). The third round's winner (the ``history``
+defaults) holds its lists still (steadiness 0.91-0.95 on the validation
+sets) but earns the agreement point on ORL alone (0.37 / 0.61 / 0.28 on
+lung_small / ORL / madelon): after 10-20 members the mean rank still carries
+much of each member's seed. The Laplacian score is a function of the table
+alone, and two deployments' Laplacian lists agree far more (0.64 / 0.85 /
+0.64 on the same sets, `refresh.md`). The fourth round's candidates are the
+third round's winner with the rank of the Laplacian scores its gate uses
+(``history.laplacian``: the members' carried mean) fused into the carried
+order with the weight ``history.laplacian_weight`` w, ``(1 - w) r_carried +
+w r_laplacian`` (:func:`iclfs.method.history.carry`), for w in 0, 0.1, 0.25
+and 0.5 (0: the third round's winner, computed again). They are judged by
+rules 1 and 2 above; the most points wins, a tie goes to the higher mean
+agreement, then to the smaller weight. The winner's weight becomes the
+``history`` default when it is above 0, the winner earns at least the points
+of weight 0, a higher mean agreement, and the accuracy point on at least two
 validation sets.
 """
 
