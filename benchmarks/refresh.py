@@ -176,17 +176,20 @@ class Candidate:
     hold: float = 1.0
     laplacian: str = "run"
     admit: float = math.inf
+    laplacian_weight: float = 0.0
 
     def config(self) -> HistoryConfig:
         return HistoryConfig(carry=True, rule=self.rule, half_life=self.half_life, max_members=self.max_members,
-                             hold=self.hold, laplacian=self.laplacian, admit=self.admit)
+                             hold=self.hold, laplacian=self.laplacian, admit=self.admit,
+                             laplacian_weight=self.laplacian_weight)
 
     @property
     def name(self) -> str:
         life = "inf" if math.isinf(self.half_life) else f"{self.half_life:g}"
         extra = (f", hold {self.hold:g}" if self.hold > 1 else "") + (
             ", carried Laplacian" if self.laplacian == "carried" else "") + (
-            f", admit {self.admit:g}" if math.isfinite(self.admit) else "")
+            f", admit {self.admit:g}" if math.isfinite(self.admit) else "") + (
+            f", Laplacian weight {self.laplacian_weight:g}" if self.laplacian_weight > 0 else "")
         return f"carried ({self.rule}, half-life {life}, cap {self.max_members}{extra})"
 
 
@@ -206,6 +209,13 @@ def admitting_candidates() -> tuple[Candidate, ...]:
     config = HistoryConfig()
     return tuple(Candidate(config.rule, config.half_life, config.max_members, hold, config.laplacian, admit)
                  for hold in (2.0, 3.0) for admit in (2.0, 3.0, math.inf))
+
+
+def weighting_candidates() -> tuple[Candidate, ...]:
+    """The fourth round's: the third round's winner (the ``history`` defaults) with every Laplacian weight."""
+    c = HistoryConfig()
+    return tuple(Candidate(c.rule, c.half_life, c.max_members, c.hold, c.laplacian, c.admit, weight)
+                 for weight in (0.0, 0.1, 0.25, 0.5))
 
 
 # -- tables and members ----------------------------------------------------------------------------
@@ -454,7 +464,7 @@ def study_table(store: Path, data_dirs: Sequence[str], candidates: Sequence[Cand
         passes, latest = drift_passes(drift[drift["method"] == candidate.name], candidate.half_life)
         row = {"candidate": candidate.name, "rule": candidate.rule, "half_life": candidate.half_life,
                "max_members": candidate.max_members, "hold": candidate.hold, "laplacian": candidate.laplacian,
-               "admit": candidate.admit,
+               "admit": candidate.admit, "laplacian_weight": candidate.laplacian_weight,
                "drift": passes, "drift_refreshes": latest}
         points = 0
         for dataset, (one_table, final, measured) in per_dataset.items():
@@ -480,11 +490,13 @@ def winner(table: pd.DataFrame) -> pd.Series | None:
     if eligible.empty:
         return None
     admit = eligible["admit"] if "admit" in eligible else pd.Series(math.inf, index=eligible.index)
+    weight = eligible["laplacian_weight"] if "laplacian_weight" in eligible else pd.Series(0.0, index=eligible.index)
     ordered = eligible.assign(rule_order=(eligible["rule"] != "mean_rank").astype(int),
                               laplacian_order=(eligible["laplacian"] != "run").astype(int),
-                              admit_order=-admit).sort_values(
+                              admit_order=-admit, weight_order=weight).sort_values(
         ["points", "mean_agreement", "half_life", "max_members", "rule_order", "admit_order", "hold",
-         "laplacian_order"], ascending=[False, False, True, True, True, True, True, True], kind="stable")
+         "laplacian_order", "weight_order"], ascending=[False, False, True, True, True, True, True, True, True],
+        kind="stable")
     return ordered.iloc[0]
 
 
@@ -509,6 +521,14 @@ def admits_by_default(table: pd.DataFrame, best: pd.Series) -> bool:
             and best["mean_agreement"] > second["mean_agreement"] and accurate >= 2)
 
 
+def weights_by_default(table: pd.DataFrame, best: pd.Series) -> bool:
+    """Round 4: the winner's Laplacian weight becomes the default (module docstring, the fourth round)."""
+    third = table[table["laplacian_weight"] == 0].iloc[0]
+    accurate = sum(bool(best[f"{d}.accuracy_point"]) for d in VALIDATION)
+    return (best["laplacian_weight"] > 0 and best["points"] >= third["points"]
+            and best["mean_agreement"] > third["mean_agreement"] and accurate >= 2)
+
+
 @dataclass(frozen=True)
 class Round:
     """One round of the study: what it decides, its candidates, its default decision and its report's name."""
@@ -529,6 +549,9 @@ ROUNDS = {
              holds_by_default),
     3: Round("the study's third round, the band's entry edge", "The study's third round", "refresh_study_admit.md",
              admitting_candidates, "Its hold and admit the `history` defaults", admits_by_default),
+    4: Round("the study's fourth round, the Laplacian weight", "The study's fourth round",
+             "refresh_study_weight.md", weighting_candidates, "Its Laplacian weight the `history` default",
+             weights_by_default),
 }
 
 
@@ -567,7 +590,8 @@ def study_markdown(table: pd.DataFrame, command: str, study_round: int = 1) -> s
 def chosen() -> Candidate:
     """The carried consensus as ``select`` runs it: the ``history`` section's defaults (set by the study)."""
     config = HistoryConfig()
-    return Candidate(config.rule, config.half_life, config.max_members, config.hold, config.laplacian, config.admit)
+    return Candidate(config.rule, config.half_life, config.max_members, config.hold, config.laplacian, config.admit,
+                     config.laplacian_weight)
 
 
 def reported_methods() -> tuple[str, ...]:
@@ -756,9 +780,9 @@ def main(argv: list[str] | None = None) -> None:
     study = commands.add_parser("study", help="judge the carried consensus's candidates by the fixed rule")
     study.add_argument("--round", type=int, choices=sorted(ROUNDS), default=1,
                        help="1: rule, half-life and cap; 2: the hold and the Laplacian, on round 1's winner; "
-                            "3: the hold and admit, on round 2's winner")
+                            "3: the hold and admit, on round 2's winner; 4: the Laplacian weight, on round 3's winner")
     study.add_argument("--out", help="default: results/refresh_study.md (round 1), refresh_study_hold.md (round 2), "
-                                     "refresh_study_admit.md (round 3)")
+                                     "refresh_study_admit.md (round 3), refresh_study_weight.md (round 4)")
     report = commands.add_parser("report", help="every method on every dataset, the targets: cells and report")
     report.add_argument("--datasets", nargs="+", default=[*REPORTED, DRIFT])
     report.add_argument("--out", default=str(HERE / "results" / "refresh.md"))

@@ -18,17 +18,20 @@ from iclfs.io.synthetic import make_synthetic
 from iclfs.method import chain
 from iclfs.method.config import (
     ConsensusConfig,
+    HistoryConfig,
     RuntimeConfig,
     SelectionConfig,
     Settings,
     TrainingConfig,
     ViewConfig,
 )
+from iclfs.method.consensus import fuse_laplacian
 from iclfs.method.history import (
     MemberHistory,
     admitted_k,
     carried_laplacian,
     combine_history,
+    gate_laplacian,
     hold,
     member_seed,
 )
@@ -417,6 +420,21 @@ def test_partial_fit_with_a_hold_keeps_the_last_selection_while_it_stays_near_th
         assert last & set(wider.tolist()) <= set(held.selected_features_.tolist())
     else:  # the first ceil(K / admit) of the wider selection are in, whatever the last selection
         assert set(wider[:admitted_k(admit, K)].tolist()) <= set(held.selected_features_.tolist())
+
+
+def test_partial_fit_fuses_the_laplacian_rank_into_the_carried_order_with_its_weight(table):
+    X = np.asarray(table.X)
+    rows = [np.sort(np.random.default_rng(r).choice(40, size=36, replace=False)) for r in range(2)]
+    selector = ICLFSSelector(K, random_state=7, history_laplacian_weight=0.5, **FAST)
+    for r in range(2):
+        selector.partial_fit(X[rows[r]])
+    history = selector.history_
+    names = list(history.members[0].feature_names)
+    config = HistoryConfig(carry=True, laplacian_weight=0.5)
+    members = combine_history(history, names, config.half_life, [K])
+    gate = gate_laplacian(history, selector.laplacian_scores_, names, config)
+    np.testing.assert_allclose(selector.scores_, fuse_laplacian(members.scores, gate, 0.5))
+    np.testing.assert_array_equal(selector.feature_order_, feature_order(selector.scores_))
 
 
 def test_partial_fit_needs_the_same_features_and_fit_starts_afresh(table, frame):

@@ -210,6 +210,10 @@ class ICLFSSelector(_Selector):
         :meth:`partial_fit` only: the Laplacian scores LGRC gates by, this
         call's table's or their mean over the carried members (the pipeline's
         ``history.laplacian``).
+    history_laplacian_weight : float in [0, 1], default=0.0
+        :meth:`partial_fit` only: the weight of the rank of those Laplacian
+        scores in the carried order (0: none; the pipeline's
+        ``history.laplacian_weight``).
     progress : bool, default=False
         Show a progress bar over members x epochs.
     training_options, view_options, consensus_options, runtime_options : dict or None
@@ -328,6 +332,7 @@ class ICLFSSelector(_Selector):
         hold=_DEFAULTS.history.hold,
         admit=_DEFAULTS.history.admit,
         history_laplacian=_DEFAULTS.history.laplacian,
+        history_laplacian_weight=_DEFAULTS.history.laplacian_weight,
         progress=False,
         training_options=None,
         view_options=None,
@@ -353,6 +358,7 @@ class ICLFSSelector(_Selector):
         self.hold = hold
         self.admit = admit
         self.history_laplacian = history_laplacian
+        self.history_laplacian_weight = history_laplacian_weight
         self.progress = progress
         self.training_options = training_options
         self.view_options = view_options
@@ -385,7 +391,7 @@ class ICLFSSelector(_Selector):
                                     quantile=self.quantile)
         history = HistoryConfig(carry=carry, rule=self.history_rule, half_life=self.half_life,
                                 max_members=self.max_members, hold=self.hold, admit=self.admit,
-                                laplacian=self.history_laplacian)
+                                laplacian=self.history_laplacian, laplacian_weight=self.history_laplacian_weight)
         return Settings(seed=seed, training=training, runtime=runtime, views=ViewConfig.from_dict(
             self.view_options, "view_options"), ranking=RankingConfig(self.ranking_score),
             laplacian=LaplacianConfig(self.n_neighbors), selection=selection, consensus=consensus, history=history)

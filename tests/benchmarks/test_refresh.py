@@ -12,6 +12,7 @@ import pytest
 from benchmarks import refresh
 from iclfs.evaluation.benchmark import slug
 from iclfs.io.synthetic import make_synthetic
+from iclfs.method.config import HistoryConfig
 from iclfs.method.history import member_seed
 
 
@@ -140,6 +141,28 @@ def test_the_third_round_ties_go_to_the_larger_admit_and_its_winner_must_agree_m
     assert not refresh.admits_by_default(pd.DataFrame([second]), pd.Series(row(3.0, 2.0, 7, 0.37)))  # no more agreement
     assert not refresh.admits_by_default(pd.DataFrame([second]), pd.Series(row(3.0, 2.0, 7, 0.5, 1)))  # less accurate
     assert not refresh.admits_by_default(pd.DataFrame([second]), pd.Series(second))  # the second round's own
+
+
+def test_the_fourth_round_ties_go_to_the_smaller_weight_and_its_winner_must_agree_more():
+    def row(weight, points, agreement, accurate=3):
+        return {"candidate": f"w {weight}", "rule": "mean_rank", "half_life": math.inf, "max_members": 64,
+                "hold": 3.0, "laplacian": "carried", "admit": 2.0, "laplacian_weight": weight, "drift": True,
+                "points": points, "mean_agreement": agreement,
+                **{f"{d}.accuracy_point": i < accurate for i, d in enumerate(refresh.VALIDATION)}}
+
+    defaults = HistoryConfig()
+    assert [(c.hold, c.admit, c.laplacian, c.laplacian_weight) for c in refresh.weighting_candidates()] == [
+        (defaults.hold, defaults.admit, defaults.laplacian, w) for w in (0.0, 0.1, 0.25, 0.5)]
+    third = row(0.0, 7, 0.42)
+    tied = pd.DataFrame([row(0.5, 8, 0.45), row(0.25, 8, 0.45), third])
+    assert refresh.winner(tied)["laplacian_weight"] == 0.25  # a tie on points and agreement: the smaller weight
+    best = row(0.25, 8, 0.45)
+    assert refresh.weights_by_default(tied, pd.Series(best))
+    assert not refresh.weights_by_default(pd.DataFrame([third]), pd.Series(row(0.25, 6, 0.5)))  # fewer points
+    assert not refresh.weights_by_default(pd.DataFrame([third]), pd.Series(row(0.25, 7, 0.42)))  # no more agreement
+    assert not refresh.weights_by_default(pd.DataFrame([third]), pd.Series(row(0.25, 8, 0.5, 1)))  # less accurate
+    assert not refresh.weights_by_default(pd.DataFrame([third]), pd.Series(third))  # the third round's own
+    assert refresh.Candidate("mean_rank", math.inf, 64, laplacian_weight=0.25).config().laplacian_weight == 0.25
 
 
 def test_the_study_judges_every_candidate_and_writes_its_table(store, monkeypatch):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from iclfs.method.chain import carried_selections, held_selections, select
 from iclfs.method.config import HistoryConfig, ParameterError, SelectionConfig
+from iclfs.method.consensus import fuse_laplacian
 from iclfs.method.history import (
     MemberHistory,
     admitted_k,
@@ -17,6 +19,7 @@ from iclfs.method.history import (
     carry,
     combine_history,
     continue_history,
+    gate_laplacian,
     held_k,
     hold,
     member_seed,
@@ -163,12 +166,43 @@ def test_replaying_the_same_runs_gives_the_same_orders():
 
 def test_carry_mixes_in_the_laplacian_rank_like_one_runs_consensus():
     names = ["a", "b", "c"]
-    config = HistoryConfig(carry=True)
+    config = HistoryConfig(carry=True, laplacian="run")
     history, _ = carry(MemberHistory(), [(1, names, np.array([3.0, 2, 1]), 0.0, "t")], names, config, [1])
     laplacian = np.array([9.0, 5.0, 0.1])  # c has the best (lowest) Laplacian score
-    _, plain = carry(history, [(2, names, np.array([3.0, 2, 1]), 0.0, "t")], names, config, [1])
-    _, fused = carry(history, [(2, names, np.array([3.0, 2, 1]), 0.0, "t")], names, config, [1], laplacian, 0.9)
+    _, plain = carry(history, [(2, names, np.array([3.0, 2, 1]), 0.0, "t")], names, config, [1], laplacian)
+    fusing = replace(config, laplacian_weight=0.9)
+    _, fused = carry(history, [(2, names, np.array([3.0, 2, 1]), 0.0, "t")], names, fusing, [1], laplacian)
     assert plain.order.tolist() == [0, 1, 2] and fused.order[0] == 2
+    expected = fuse_laplacian(plain.scores, laplacian, 0.9)
+    np.testing.assert_allclose(fused.scores, expected)
+    # the first run has one member: nothing to fuse, it hands on its own order whatever the weight
+    _, alone = carry(MemberHistory(), [(1, names, np.array([3.0, 2, 1]), 0.0, "t")], names, fusing, [1], laplacian)
+    assert alone.order.tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match="history.laplacian_weight > 0 needs the Laplacian scores"):
+        carry(history, [(2, names, np.array([3.0, 2, 1]), 0.0, "t")], names, fusing, [1])
+
+
+def test_the_carried_order_fuses_the_laplacian_scores_the_gate_uses():
+    names = ["a", "b", "c"]
+    scores = np.array([2.0, 3.0, 1.0])  # every member ranks b first
+    before = np.array([0.1, 5.0, 9.0])  # the earlier tables: a has the best Laplacian score
+    now = np.array([9.0, 5.0, 0.2])  # this run's table: c has
+    orders = {}
+    for laplacian in ("run", "carried"):
+        config = HistoryConfig(carry=True, laplacian=laplacian, laplacian_weight=0.9)
+        history = MemberHistory()
+        for seed in (1, 2):
+            history, _ = carry(history, [(seed, names, scores, 0.0, "t")], names, config, [1], before)
+        history, combined = carry(history, [(3, names, scores, 0.0, "t")], names, config, [1], now)
+        gate = gate_laplacian(history, now, names, config)
+        np.testing.assert_allclose(combined.scores, fuse_laplacian(
+            combine_history(history, names, config.half_life, [1]).scores, gate, 0.9))
+        orders[laplacian] = combined.order.tolist()
+    # the carried mean is a: (0.1 + 0.1 + 9) / 3 against c's (9 + 9 + 0.2) / 3; this run's alone is c
+    assert orders["run"][0] == 2 and orders["carried"][0] == 0
+    assert HistoryConfig().laplacian_weight == 0.0  # off unless asked: the order is the members' alone
+    with pytest.raises(ParameterError, match="history.laplacian_weight"):
+        HistoryConfig(laplacian_weight=1.5)
 
 
 def test_history_settings_are_checked():

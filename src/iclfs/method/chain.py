@@ -19,7 +19,7 @@ import numpy as np
 
 from .config import HistoryConfig, ParameterError, SelectionConfig, Settings
 from .consensus import Consensus, combine_members
-from .history import MemberHistory, carried_laplacian, carry, continue_history, held_k, hold
+from .history import MemberHistory, carry, continue_history, gate_laplacian, held_k, hold
 from .k_choice import KChoice, choose_k
 from .laplacian import laplacian_scores
 from .lgrc import select_features
@@ -124,15 +124,12 @@ def carried_selections(history: MemberHistory, order: np.ndarray, laplacian: np.
 
     LGRC gates by this run's Laplacian scores or, with ``history.laplacian:
     carried``, by their weighted mean over the members
-    (:func:`~iclfs.method.history.carried_laplacian`; ``inf`` where this run's
-    is, a feature without variance on this table); each list is held to
+    (:func:`~iclfs.method.history.gate_laplacian`); each list is held to
     the last list at its k, the lists ``history`` recorded (``history.hold``,
     ``history.admit``).
     ``history`` already holds this run's members.
     """
-    gate = np.asarray(laplacian, dtype=np.float64)
-    if config.laplacian == "carried":  # a feature without variance on this run's graph stays last, whatever before
-        gate = np.where(np.isfinite(gate), carried_laplacian(history, feature_names, config.half_life), np.inf)
+    gate = gate_laplacian(history, laplacian, feature_names, config)
     selections = held_selections(order, gate, selection, k_values, config.hold, history.lists, feature_names,
                                  config.admit)
     lists = {k: tuple(str(feature_names[j]) for j in chosen) for k, chosen in selections.items()}
@@ -197,7 +194,7 @@ def run(table: FeatureTable, settings: Settings | None = None, history: MemberHi
         first = not history.members  # a history of this run alone hands on exactly this run's order
         history, carried = carry(history, [(m.plan.seed, names, s, m.seconds, fingerprint)
                                            for m, s in zip(members, scores, strict=True)],
-                                 names, settings.history, grid, laplacian, settings.consensus.laplacian_weight)
+                                 names, settings.history, grid, laplacian)
         combined = combined if first else carried
         selections, history = carried_selections(history, combined.order, laplacian, settings.selection,
                                                  settings.history, grid, names)

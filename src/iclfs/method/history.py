@@ -333,22 +333,40 @@ def combine_history(history: MemberHistory, feature_names: Sequence[str], half_l
 
 def carry(history: MemberHistory, members: Sequence[tuple[int, Sequence[str], np.ndarray, float, str]],
           feature_names: Sequence[str], config: HistoryConfig, k_values: Sequence[int],
-          laplacian: np.ndarray | None = None, laplacian_weight: float = 0.0, method: str = "iclfs"
-          ) -> tuple[MemberHistory, Consensus]:
+          laplacian: np.ndarray | None = None, method: str = "iclfs") -> tuple[MemberHistory, Consensus]:
     """A carrying run's step: add its ``members`` to ``history`` and combine everything kept.
 
-    ``members`` as for :meth:`MemberHistory.add_run`. With ``laplacian_weight``
-    > 0 (``consensus.laplacian_weight``) and two members or more, the rank of
-    the Laplacian score is mixed in as for one run's consensus.
+    ``members`` as for :meth:`MemberHistory.add_run`; ``laplacian``, this run's
+    Laplacian scores, is stored with them. With ``history.laplacian_weight`` w
+    > 0 and two members or more, the carried order is that of ``(1 - w)
+    r_carried + w r_laplacian``, the rank score of the Laplacian scores LGRC
+    gates by (:func:`gate_laplacian`) fused in as for one run's consensus.
     """
     carried = history.add_run(members, config.max_members, method, laplacian)
     combined = combine_history(carried, feature_names, config.half_life, k_values, config.rule)
-    if len(carried.members) > 1 and laplacian_weight > 0:
+    if len(carried.members) > 1 and config.laplacian_weight > 0:
         if laplacian is None:
-            raise ValueError("consensus.laplacian_weight > 0 needs the Laplacian scores")
-        combined.scores = fuse_laplacian(combined.scores, laplacian, laplacian_weight)
+            raise ValueError("history.laplacian_weight > 0 needs the Laplacian scores")
+        gate = gate_laplacian(carried, laplacian, feature_names, config)
+        combined.scores = fuse_laplacian(combined.scores, gate, config.laplacian_weight)
         combined.order = feature_order(combined.scores)
     return carried, combined
+
+
+def gate_laplacian(history: MemberHistory, laplacian: np.ndarray, feature_names: Sequence[str],
+                   config: HistoryConfig) -> np.ndarray:
+    """The Laplacian scores a carrying run's LGRC gates by: this run's (``history.laplacian: run``) or
+    :func:`carried_laplacian`, kept ``inf`` where this run's is (a feature without variance on this table
+    stays last, whatever it was before).
+
+    Returns
+    -------
+    ndarray of shape (len(feature_names),)
+    """
+    gate = np.asarray(laplacian, dtype=np.float64)
+    if config.laplacian == "carried":
+        gate = np.where(np.isfinite(gate), carried_laplacian(history, feature_names, config.half_life), np.inf)
+    return gate
 
 
 def carried_laplacian(history: MemberHistory, feature_names: Sequence[str], half_life: float) -> np.ndarray:

@@ -62,8 +62,7 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
     new = [(int(seed), feature_names, member, float(sec), fingerprint)
            for seed, member, sec in zip(member_scores["seed"], scores, seconds, strict=True)]
     laplacian = laplacian_vector(laplacian_scores)
-    carried_history, combined = carry(base, new, feature_names, history_config, grid, laplacian,
-                                      ConsensusConfig.from_dict(consensus).laplacian_weight, method)
+    carried_history, combined = carry(base, new, feature_names, history_config, grid, laplacian, method)
     if not base.members:  # the history is this run's alone: it hands on exactly what a run without carrying does
         table, metrics = rank_one_run(member_scores, feature_names, laplacian_scores, ranking, consensus, selection)
         table["members_seen"] = len(new)
