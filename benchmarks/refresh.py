@@ -594,8 +594,17 @@ def chosen() -> Candidate:
                      config.laplacian_weight)
 
 
+def carried_candidates() -> tuple[Candidate, ...]:
+    """The carried consensus as ``select`` runs it and, when it fuses in the Laplacian rank, the same without
+    (``history.laplacian_weight: 0``), so the report shows what the weight changes."""
+    carried = chosen()
+    if carried.laplacian_weight == 0:
+        return (carried,)
+    return carried, replace(carried, laplacian_weight=0.0)
+
+
 def reported_methods() -> tuple[str, ...]:
-    return ONE, chosen().name, "LS", "NDFS"
+    return ONE, *(c.name for c in carried_candidates()), "LS", "NDFS"
 
 
 def report_cells(dataset: str, store: Path, data_dirs: Sequence[str], methods: Sequence[str] | None = None
@@ -603,7 +612,8 @@ def report_cells(dataset: str, store: Path, data_dirs: Sequence[str], methods: S
     """The cells on one dataset of ``methods`` (default: every reported one), keyed
     ``refresh/<dataset>/<method>/seed_<deployment>``."""
     methods = reported_methods() if methods is None else methods
-    runs = {d: refresh_runs(dataset, d, store, data_dirs, [chosen()], baselines=bool({"LS", "NDFS"} & set(methods)))
+    carried = [c for c in carried_candidates() if c.name in methods]
+    runs = {d: refresh_runs(dataset, d, store, data_dirs, carried, baselines=bool({"LS", "NDFS"} & set(methods)))
             for d in DEPLOYMENTS}
     methods = [m for m in methods if m in runs[DEPLOYMENTS[0]][0].selections]
     return {f"refresh/{key}": table for key, table in cells(dataset, runs, methods, with_accuracy=True).items()}
@@ -674,11 +684,13 @@ def report_markdown(results: pd.DataFrame, cost: dict[str, float], train_seconds
              f"Every refresh takes a fresh random {KEEP:.0%} of the samples; two deployments (seeds "
              f"{DEPLOYMENTS[0]} and {DEPLOYMENTS[1]}) draw their own. *One run per refresh* is today's `select` "
              f"(the default settings); *{carried}* is `select` with `history.carry: true` and the history "
-             "section's defaults, chosen by the study's three rounds (`refresh_study.md`, `refresh_study_hold.md`, "
-             "`refresh_study_admit.md`), "
+             "section's defaults, chosen by the study's four rounds (`refresh_study.md`, `refresh_study_hold.md`, "
+             "`refresh_study_admit.md`, `refresh_study_weight.md`), "
              "and its new member at each refresh "
              "is that refresh's one run (never trained twice). LS is the Laplacian score, NDFS is given the "
-             "number of classes. Jaccard@50 and Nogueira's Φ compare the first 50 features.", ""]
+             "number of classes. Jaccard@50 and Nogueira's Φ compare the first 50 features."
+             + (" The carried consensus without the Laplacian weight (`history.laplacian_weight: 0`) is shown "
+                "beside it; the targets judge the defaults." if len(carried_candidates()) > 1 else ""), ""]
     # targets
     steady = {d: summaries[(d, carried)]["steadiness"] for d in reported}
     agree = {d: summaries[(d, carried)]["agreement"] for d in reported}
@@ -723,7 +735,7 @@ def report_markdown(results: pd.DataFrame, cost: dict[str, float], train_seconds
               "| dataset | refreshes | method | steadiness J@50 / Φ | agreement J@50 / Φ | accuracy, last list | "
               "accuracy, mean over refreshes | seconds per refresh |", "|---|---|---|---|---|---|---|---|"]
     for dataset in [*reported, DRIFT]:
-        for method in (ONE, carried, "LS", "NDFS"):
+        for method in reported_methods():
             if (dataset, method) not in summaries:
                 continue
             m = summaries[(dataset, method)]
@@ -738,7 +750,7 @@ def report_markdown(results: pd.DataFrame, cost: dict[str, float], train_seconds
                   "change (deployment 42 / 43):", "",
                   "| method | " + " | ".join(str(r) for r in range(DRIFT_AT + 1, DRIFT_AT + 21)) + " |",
                   "|---|" + "---|" * 20]
-        for method in (ONE, carried):
+        for method in (ONE, *(c.name for c in carried_candidates())):
             rows = results[(results["dataset"] == DRIFT) & (results["method"] == method)]
             cells_ = []
             for r in range(DRIFT_AT + 1, DRIFT_AT + 21):

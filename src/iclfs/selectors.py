@@ -210,7 +210,7 @@ class ICLFSSelector(_Selector):
         :meth:`partial_fit` only: the Laplacian scores LGRC gates by, this
         call's table's or their mean over the carried members (the pipeline's
         ``history.laplacian``).
-    history_laplacian_weight : float in [0, 1], default=0.0
+    history_laplacian_weight : float in [0, 1], default=0.25
         :meth:`partial_fit` only: the weight of the rank of those Laplacian
         scores in the carried order (0: none; the pipeline's
         ``history.laplacian_weight``).

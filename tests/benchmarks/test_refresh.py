@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -54,11 +55,12 @@ def test_each_refresh_draws_ninety_percent_with_its_own_seed_and_a_rerun_resumes
 def test_the_cells_record_every_measure_per_method_and_refresh(store):
     cells = refresh.report_cells("tiny", store, ())
     carried = refresh.chosen().name
+    unweighted = replace(refresh.chosen(), laplacian_weight=0.0).name
     methods = {key.split("/")[2] for key in cells}
-    assert len(methods) == 4 and all(key.startswith("refresh/tiny/") for key in cells)
+    assert len(methods) == 5 and all(key.startswith("refresh/tiny/") for key in cells)
     table = pd.concat(cells.values())
-    assert set(table["method"]) == {refresh.ONE, carried, "LS", "NDFS"}
-    assert len(table) == 4 * 2 * 12
+    assert set(table["method"]) == {refresh.ONE, carried, unweighted, "LS", "NDFS"}
+    assert len(table) == 5 * 2 * 12
     later = table[table["refresh"] > 1]
     for column in ("jaccard_previous", "phi_previous", "jaccard_deployments", "phi_deployments", "accuracy"):
         assert later[column].notna().all(), column
@@ -212,8 +214,7 @@ def test_the_report_command_writes_cells_and_report_and_keep_reuses_the_cells(st
 
 
 def test_the_reported_carried_consensus_is_exactly_the_history_defaults():
-    from dataclasses import replace
-
-    from iclfs.method.config import HistoryConfig
-
     assert refresh.chosen().config() == replace(HistoryConfig(), carry=True)
+    # the report shows the defaults and, while they fuse in the Laplacian rank, the same without it
+    assert [c.laplacian_weight for c in refresh.carried_candidates()] == (
+        [HistoryConfig().laplacian_weight, 0.0] if HistoryConfig().laplacian_weight > 0 else [0.0])

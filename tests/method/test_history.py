@@ -150,14 +150,15 @@ def test_continuing_gives_the_seed_of_the_next_member_number_and_not_carrying_th
 def test_replaying_the_same_runs_gives_the_same_orders():
     rng = np.random.default_rng(0)
     runs = [rng.normal(size=10) for _ in range(6)]
+    laplacians = [rng.random(10) for _ in range(6)]  # each run's table's, fused in with the default weight
     names = [f"f{j}" for j in range(10)]
     config = HistoryConfig(carry=True, half_life=2.0, max_members=4)
 
     def replay():
         history, orders = MemberHistory(), []
-        for i, scores in enumerate(runs):
+        for scores, laplacian in zip(runs, laplacians, strict=True):
             history, combined = carry(history, [(member_seed(42, history.next_index), names, scores, 0.0, "t")],
-                                      names, config, [3])
+                                      names, config, [3], laplacian)
             orders.append(combined.order.tolist())
         return orders
 
@@ -166,7 +167,7 @@ def test_replaying_the_same_runs_gives_the_same_orders():
 
 def test_carry_mixes_in_the_laplacian_rank_like_one_runs_consensus():
     names = ["a", "b", "c"]
-    config = HistoryConfig(carry=True, laplacian="run")
+    config = HistoryConfig(carry=True, laplacian="run", laplacian_weight=0.0)
     history, _ = carry(MemberHistory(), [(1, names, np.array([3.0, 2, 1]), 0.0, "t")], names, config, [1])
     laplacian = np.array([9.0, 5.0, 0.1])  # c has the best (lowest) Laplacian score
     _, plain = carry(history, [(2, names, np.array([3.0, 2, 1]), 0.0, "t")], names, config, [1], laplacian)
@@ -180,6 +181,12 @@ def test_carry_mixes_in_the_laplacian_rank_like_one_runs_consensus():
     assert alone.order.tolist() == [0, 1, 2]
     with pytest.raises(ValueError, match="history.laplacian_weight > 0 needs the Laplacian scores"):
         carry(history, [(2, names, np.array([3.0, 2, 1]), 0.0, "t")], names, fusing, [1])
+    # another method's members are selected without LGRC: their order is theirs alone
+    other, _ = carry(MemberHistory(), [(1, names, np.array([3.0, 2, 1]), 0.0, "t")], names, fusing, [1],
+                     laplacian, method="ndfs")
+    _, alone = carry(other, [(2, names, np.array([3.0, 2, 1]), 0.0, "t")], names, fusing, [1], laplacian,
+                     method="ndfs")
+    assert alone.order.tolist() == [0, 1, 2]
 
 
 def test_the_carried_order_fuses_the_laplacian_scores_the_gate_uses():
@@ -200,7 +207,6 @@ def test_the_carried_order_fuses_the_laplacian_scores_the_gate_uses():
         orders[laplacian] = combined.order.tolist()
     # the carried mean is a: (0.1 + 0.1 + 9) / 3 against c's (9 + 9 + 0.2) / 3; this run's alone is c
     assert orders["run"][0] == 2 and orders["carried"][0] == 0
-    assert HistoryConfig().laplacian_weight == 0.0  # off unless asked: the order is the members' alone
     with pytest.raises(ParameterError, match="history.laplacian_weight"):
         HistoryConfig(laplacian_weight=1.5)
 

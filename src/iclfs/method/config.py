@@ -349,7 +349,7 @@ class HistoryConfig(Section):
     laplacian: str = param("carried", one_of(*HISTORY_LAPLACIAN),
                            "the Laplacian scores LGRC gates by: run: this run's; carried: their weighted mean over "
                            "the members")
-    laplacian_weight: float = param(0.0, number(0, 1),
+    laplacian_weight: float = param(0.25, number(0, 1),
                                     "weight of the rank of the Laplacian scores LGRC gates by in the carried order "
                                     "(0: none)")
     reset: bool = param(False, boolean, "true: this run starts the history afresh")

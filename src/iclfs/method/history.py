@@ -337,14 +337,16 @@ def carry(history: MemberHistory, members: Sequence[tuple[int, Sequence[str], np
     """A carrying run's step: add its ``members`` to ``history`` and combine everything kept.
 
     ``members`` as for :meth:`MemberHistory.add_run`; ``laplacian``, this run's
-    Laplacian scores, is stored with them. With ``history.laplacian_weight`` w
-    > 0 and two members or more, the carried order is that of ``(1 - w)
-    r_carried + w r_laplacian``, the rank score of the Laplacian scores LGRC
-    gates by (:func:`gate_laplacian`) fused in as for one run's consensus.
+    Laplacian scores, is stored with them. For ICLFS with
+    ``history.laplacian_weight`` w > 0 and two members or more, the carried
+    order is that of ``(1 - w) r_carried + w r_laplacian``, the rank score of
+    the Laplacian scores LGRC gates by (:func:`gate_laplacian`) fused in as
+    for one run's consensus; another method's members are combined alone, as
+    they are selected without LGRC.
     """
     carried = history.add_run(members, config.max_members, method, laplacian)
     combined = combine_history(carried, feature_names, config.half_life, k_values, config.rule)
-    if len(carried.members) > 1 and config.laplacian_weight > 0:
+    if method == "iclfs" and len(carried.members) > 1 and config.laplacian_weight > 0:
         if laplacian is None:
             raise ValueError("history.laplacian_weight > 0 needs the Laplacian scores")
         gate = gate_laplacian(carried, laplacian, feature_names, config)
