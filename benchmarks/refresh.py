@@ -143,7 +143,7 @@ from iclfs.method.config import (
     TrainingConfig,
     ViewConfig,
 )
-from iclfs.method.history import MemberHistory, carry, member_seed
+from iclfs.method.history import MemberHistory, carry, combine_history, member_seed
 from iclfs.method.laplacian import laplacian_scores
 from iclfs.method.members import train_members
 from iclfs.method.preprocessing import FeatureTable, invert, prepare
@@ -164,6 +164,7 @@ REPORTED = ("lung_small", "ORL", "warpPIE10P", "Prostate_GE", "ALLAML", "madelon
 K = 50  # the list the stability targets compare
 STEADY_FROM = 5  # refreshes counted from 1: steadiness from the fifth refresh on
 ONE = "ICLFS, one run per refresh"
+MEMBERS = "the members' mean rank alone"  # every member so far, no LGRC, hold or Laplacian: what the members agree on
 
 
 @dataclass(frozen=True)
@@ -321,13 +322,16 @@ class Refresh:
 
 
 def refresh_runs(dataset: str, deployment: int, store: Path, data_dirs: Sequence[str],
-                 candidates: Sequence[Candidate], baselines: bool = True) -> list[Refresh]:
-    """Every refresh of one deployment, with the lists of one run, the candidates and (``baselines``) LS and NDFS."""
+                 candidates: Sequence[Candidate], baselines: bool = True, members_alone: bool = False
+                 ) -> list[Refresh]:
+    """Every refresh of one deployment, with the lists of one run, the candidates, (``baselines``) LS and NDFS,
+    and (``members_alone``) the first k of the members' mean rank, :data:`MEMBERS`."""
     members = read_members(members_path(store, dataset, deployment))
     count = len([key for key in members if key.startswith("scores_")])
     if count == 0:
         raise FileNotFoundError(f"{members_path(store, dataset, deployment)}: no trained refresh; run train first")
     histories = {c: MemberHistory() for c in candidates}
+    pool = MemberHistory()
     out = []
     for r in range(count):
         table = load_table(dataset, r, data_dirs)
@@ -349,6 +353,10 @@ def refresh_runs(dataset: str, deployment: int, store: Path, data_dirs: Sequence
             selections[candidate.name], histories[candidate] = carried_selections(
                 history, carried.order, ls, SelectionConfig(), config, grid, names)
             overhead[candidate.name] = time.perf_counter() - started
+        if members_alone:
+            pool = pool.add_run([(seed, names, scores, 0.0, str(r))], count)
+            order = combine_history(pool, names, math.inf, grid).order
+            selections[MEMBERS] = {k: order[:k] for k in grid}
         if baselines:
             selections["LS"] = {k: np.argsort(ls, kind="stable")[:k] for k in grid}
             if prepared.labels is not None:
@@ -604,7 +612,7 @@ def carried_candidates() -> tuple[Candidate, ...]:
 
 
 def reported_methods() -> tuple[str, ...]:
-    return ONE, *(c.name for c in carried_candidates()), "LS", "NDFS"
+    return ONE, *(c.name for c in carried_candidates()), MEMBERS, "LS", "NDFS"
 
 
 def report_cells(dataset: str, store: Path, data_dirs: Sequence[str], methods: Sequence[str] | None = None
@@ -613,7 +621,8 @@ def report_cells(dataset: str, store: Path, data_dirs: Sequence[str], methods: S
     ``refresh/<dataset>/<method>/seed_<deployment>``."""
     methods = reported_methods() if methods is None else methods
     carried = [c for c in carried_candidates() if c.name in methods]
-    runs = {d: refresh_runs(dataset, d, store, data_dirs, carried, baselines=bool({"LS", "NDFS"} & set(methods)))
+    runs = {d: refresh_runs(dataset, d, store, data_dirs, carried, baselines=bool({"LS", "NDFS"} & set(methods)),
+                            members_alone=MEMBERS in methods)
             for d in DEPLOYMENTS}
     methods = [m for m in methods if m in runs[DEPLOYMENTS[0]][0].selections]
     return {f"refresh/{key}": table for key, table in cells(dataset, runs, methods, with_accuracy=True).items()}
@@ -731,7 +740,9 @@ def report_markdown(results: pd.DataFrame, cost: dict[str, float], train_seconds
               "on, over both deployments. Agreement: between the two deployments' lists at the last refresh. "
               "Accuracy: k-means on the refresh's table (method.md §8, the best k's mean over 20 runs), of the "
               "last list (mean of the deployments) and the mean over every refresh. Seconds: training and "
-              "listing per refresh.", "",
+              f"listing per refresh. *{MEMBERS.capitalize()}* is not a setting: the first k of the mean rank over "
+              "every member so far, without LGRC, hold or Laplacian score, it shows how far the members "
+              "themselves agree.", "",
               "| dataset | refreshes | method | steadiness J@50 / Φ | agreement J@50 / Φ | accuracy, last list | "
               "accuracy, mean over refreshes | seconds per refresh |", "|---|---|---|---|---|---|---|---|"]
     for dataset in [*reported, DRIFT]:

@@ -15,6 +15,7 @@ from iclfs.evaluation.benchmark import slug
 from iclfs.io.synthetic import make_synthetic
 from iclfs.method.config import HistoryConfig
 from iclfs.method.history import member_seed
+from iclfs.method.scores import feature_order
 
 
 def tiny(dataset: str, r: int, data_dirs) -> object:
@@ -57,10 +58,15 @@ def test_the_cells_record_every_measure_per_method_and_refresh(store):
     carried = refresh.chosen().name
     unweighted = replace(refresh.chosen(), laplacian_weight=0.0).name
     methods = {key.split("/")[2] for key in cells}
-    assert len(methods) == 5 and all(key.startswith("refresh/tiny/") for key in cells)
+    assert len(methods) == 6 and all(key.startswith("refresh/tiny/") for key in cells)
     table = pd.concat(cells.values())
-    assert set(table["method"]) == {refresh.ONE, carried, unweighted, "LS", "NDFS"}
-    assert len(table) == 5 * 2 * 12
+    assert set(table["method"]) == {refresh.ONE, carried, unweighted, refresh.MEMBERS, "LS", "NDFS"}
+    assert len(table) == 6 * 2 * 12
+    # the members' mean rank alone: at the first refresh, one run's order itself (before LGRC)
+    first = table[(table["refresh"] == 1) & (table["deployment"] == refresh.DEPLOYMENTS[0])]
+    members = refresh.read_members(refresh.members_path(store, "tiny", refresh.DEPLOYMENTS[0]))
+    alone = first.loc[first["method"] == refresh.MEMBERS, "selected"].iloc[0]
+    assert alone == " ".join(map(str, feature_order(members["scores_0"])[:refresh.K]))
     later = table[table["refresh"] > 1]
     for column in ("jaccard_previous", "phi_previous", "jaccard_deployments", "phi_deployments", "accuracy"):
         assert later[column].notna().all(), column
