@@ -435,6 +435,11 @@ def test_partial_fit_fuses_the_laplacian_rank_into_the_carried_order_with_its_we
     gate = gate_laplacian(history, selector.laplacian_scores_, names, config)
     np.testing.assert_allclose(selector.scores_, fuse_laplacian(members.scores, gate, 0.5))
     np.testing.assert_array_equal(selector.feature_order_, feature_order(selector.scores_))
+    reciprocal = ICLFSSelector(K, random_state=7, history_laplacian_weight=0.5,
+                               history_laplacian_fusion="reciprocal_rank", **FAST)
+    for r in range(2):
+        reciprocal.partial_fit(X[rows[r]])
+    np.testing.assert_allclose(reciprocal.scores_, fuse_laplacian(members.scores, gate, 0.5, "reciprocal_rank"))
 
 
 def test_partial_fit_needs_the_same_features_and_fit_starts_afresh(table, frame):

@@ -214,6 +214,10 @@ class ICLFSSelector(_Selector):
         :meth:`partial_fit` only: the weight of the rank of those Laplacian
         scores in the carried order (0: none; the pipeline's
         ``history.laplacian_weight``).
+    history_laplacian_fusion : {"rank_mean", "reciprocal_rank"}, default="rank_mean"
+        :meth:`partial_fit` only: how that rank is fused in, the weighted mean
+        of the rank scores or weighted reciprocal rank fusion (the pipeline's
+        ``history.laplacian_fusion``).
     progress : bool, default=False
         Show a progress bar over members x epochs.
     training_options, view_options, consensus_options, runtime_options : dict or None
@@ -333,6 +337,7 @@ class ICLFSSelector(_Selector):
         admit=_DEFAULTS.history.admit,
         history_laplacian=_DEFAULTS.history.laplacian,
         history_laplacian_weight=_DEFAULTS.history.laplacian_weight,
+        history_laplacian_fusion=_DEFAULTS.history.laplacian_fusion,
         progress=False,
         training_options=None,
         view_options=None,
@@ -359,6 +364,7 @@ class ICLFSSelector(_Selector):
         self.admit = admit
         self.history_laplacian = history_laplacian
         self.history_laplacian_weight = history_laplacian_weight
+        self.history_laplacian_fusion = history_laplacian_fusion
         self.progress = progress
         self.training_options = training_options
         self.view_options = view_options
@@ -391,7 +397,8 @@ class ICLFSSelector(_Selector):
                                     quantile=self.quantile)
         history = HistoryConfig(carry=carry, rule=self.history_rule, half_life=self.half_life,
                                 max_members=self.max_members, hold=self.hold, admit=self.admit,
-                                laplacian=self.history_laplacian, laplacian_weight=self.history_laplacian_weight)
+                                laplacian=self.history_laplacian, laplacian_weight=self.history_laplacian_weight,
+                                laplacian_fusion=self.history_laplacian_fusion)
         return Settings(seed=seed, training=training, runtime=runtime, views=ViewConfig.from_dict(
             self.view_options, "view_options"), ranking=RankingConfig(self.ranking_score),
             laplacian=LaplacianConfig(self.n_neighbors), selection=selection, consensus=consensus, history=history)

@@ -224,3 +224,33 @@ def test_the_reported_carried_consensus_is_exactly_the_history_defaults():
     # the report shows the defaults and, while they fuse in the Laplacian rank, the same without it
     assert [c.laplacian_weight for c in refresh.carried_candidates()] == (
         [HistoryConfig().laplacian_weight, 0.0] if HistoryConfig().laplacian_weight > 0 else [0.0])
+
+
+def test_the_fifth_round_is_judged_on_four_validation_sets_and_ties_go_to_the_rank_mean():
+    def row(fusion, weight, points, agreement, accurate=4):
+        return {"candidate": f"{fusion} {weight}", "rule": "mean_rank", "half_life": math.inf, "max_members": 64,
+                "hold": 3.0, "laplacian": "carried", "admit": 2.0, "laplacian_weight": weight,
+                "laplacian_fusion": fusion, "drift": True, "points": points, "mean_agreement": agreement,
+                **{f"{d}.accuracy_point": i < accurate for i, d in enumerate(refresh.VALIDATION_FIFTH)}}
+
+    c = HistoryConfig()
+    assert refresh.ROUNDS[5].validation == ("lung_small", "ORL", "madelon", "Isolet")
+    assert [(x.hold, x.admit, x.laplacian, x.laplacian_fusion, x.laplacian_weight)
+            for x in refresh.fusing_candidates()] == [
+        (c.hold, c.admit, c.laplacian, fusion, w)
+        for fusion, w in (("rank_mean", 0.0), ("rank_mean", 0.25), ("reciprocal_rank", 0.25),
+                          ("reciprocal_rank", 0.5))]
+    defaults = row(c.laplacian_fusion, c.laplacian_weight, 8, 0.40)
+    tied = pd.DataFrame([row("reciprocal_rank", 0.25, 9, 0.45), row("rank_mean", 0.0, 9, 0.45), defaults])
+    assert refresh.winner(tied)["laplacian_fusion"] == "rank_mean"  # a tie on points and agreement: the rank mean
+    assert refresh.winner(tied)["laplacian_weight"] == 0.0
+    reciprocal = pd.Series(row("reciprocal_rank", 0.5, 9, 0.45))
+    assert refresh.fuses_by_default(tied, reciprocal)
+    assert refresh.fuses_by_default(tied, pd.Series(row("rank_mean", 0.0, 8, 0.41)))  # back to no weight
+    assert not refresh.fuses_by_default(tied, pd.Series(row("reciprocal_rank", 0.5, 7, 0.5)))  # fewer points
+    assert not refresh.fuses_by_default(tied, pd.Series(row("reciprocal_rank", 0.5, 9, 0.40)))  # no more agreement
+    assert not refresh.fuses_by_default(tied, pd.Series(row("reciprocal_rank", 0.5, 9, 0.5, 2)))  # less accurate
+    assert not refresh.fuses_by_default(tied, pd.Series(defaults))  # the defaults themselves
+    assert refresh.judged_on(reciprocal) == list(refresh.VALIDATION_FIFTH)
+    names = {x.name for x in refresh.fusing_candidates()}
+    assert len(names) == 4 and sum(name.endswith(", reciprocal rank)") for name in names) == 2

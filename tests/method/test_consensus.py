@@ -65,6 +65,27 @@ def test_laplacian_fusion_mixes_the_two_rank_scores():
     np.testing.assert_array_equal(fuse_laplacian(scores, laplacian, 0.0), scores)
 
 
+def test_reciprocal_rank_fusion_puts_the_heads_of_both_orders_first():
+    scores = np.array([0.9, 0.5, 0.1])           # positions 1, 2, 3
+    laplacian = np.array([0.8, 0.1, np.inf])     # lower is better: positions 2, 1, 3 (inf last)
+    fused = fuse_laplacian(scores, laplacian, 0.25, "reciprocal_rank")
+    np.testing.assert_allclose(fused, [0.75 / 61 + 0.25 / 62, 0.75 / 62 + 0.25 / 61, 0.75 / 63 + 0.25 / 63])
+    # where the heads differ, the rank mean's head is the feature both place in the middle; reciprocal rank's
+    # head is a head of one of the orders
+    d = 201
+    own = np.arange(d, 0, -1, dtype=float)  # feature 0 first, feature 200 last
+    order = [j for j in range(d - 1, -1, -1) if j != 100]  # the Laplacian's order is the reverse ...
+    order.insert(49, 100)  # ... but it puts feature 100, in the middle of the first, 50th
+    ls = np.empty(d)
+    ls[order] = np.arange(d)  # a lower Laplacian score is better
+    middle = int(np.argmax(fuse_laplacian(own, ls, 0.5)))
+    head = int(np.argmax(fuse_laplacian(own, ls, 0.5, "reciprocal_rank")))
+    assert middle == 100 and head in (0, d - 1)
+    np.testing.assert_array_equal(fuse_laplacian(scores, laplacian, 0.0, "reciprocal_rank"), scores)
+    with pytest.raises(ValueError, match="unknown Laplacian fusion 'borda'"):
+        fuse_laplacian(scores, laplacian, 0.5, "borda")
+
+
 def test_rank_score_ties_go_to_the_smaller_index():
     np.testing.assert_allclose(rank_score(np.array([[1.0, 1.0, 0.0]])), [1.0, 0.5, 0.0])
 

@@ -211,6 +211,22 @@ def test_the_carried_order_fuses_the_laplacian_scores_the_gate_uses():
         HistoryConfig(laplacian_weight=1.5)
 
 
+def test_the_carried_order_fuses_by_reciprocal_rank_when_told():
+    names = ["a", "b", "c", "d"]
+    config = HistoryConfig(carry=True, laplacian="run", laplacian_weight=0.5, laplacian_fusion="reciprocal_rank")
+    laplacian = np.array([9.0, 5.0, 0.1, 7.0])
+    history, _ = carry(MemberHistory(), [(1, names, np.array([4.0, 3, 2, 1]), 0.0, "t")], names, config, [1],
+                       laplacian)
+    history, fused = carry(history, [(2, names, np.array([4.0, 3, 2, 1]), 0.0, "t")], names, config, [1], laplacian)
+    members = combine_history(history, names, config.half_life, [1]).scores
+    np.testing.assert_allclose(fused.scores, fuse_laplacian(members, laplacian, 0.5, "reciprocal_rank"))
+    _, mean = carry(history, [(2, names, np.array([4.0, 3, 2, 1]), 0.0, "t")], names,
+                    replace(config, laplacian_fusion="rank_mean"), [1], laplacian)
+    np.testing.assert_allclose(mean.scores, fuse_laplacian(members, laplacian, 0.5))
+    with pytest.raises(ParameterError, match="history.laplacian_fusion"):
+        HistoryConfig(laplacian_fusion="borda")
+
+
 def test_history_settings_are_checked():
     with pytest.raises(ParameterError, match="history.half_life"):
         HistoryConfig(half_life=0)

@@ -327,6 +327,7 @@ class ConsensusConfig(Section):
 
 HISTORY_RULES = ("mean_rank", "frequency")
 HISTORY_LAPLACIAN = ("run", "carried")
+LAPLACIAN_FUSIONS = ("rank_mean", "reciprocal_rank")
 
 
 @dataclass(frozen=True)
@@ -352,6 +353,9 @@ class HistoryConfig(Section):
     laplacian_weight: float = param(0.25, number(0, 1),
                                     "weight of the rank of the Laplacian scores LGRC gates by in the carried order "
                                     "(0: none)")
+    laplacian_fusion: str = param("rank_mean", one_of(*LAPLACIAN_FUSIONS),
+                                  "how that rank is fused in: rank_mean: the weighted mean of the rank scores; "
+                                  "reciprocal_rank: weighted reciprocal rank fusion")
     reset: bool = param(False, boolean, "true: this run starts the history afresh")
 
 

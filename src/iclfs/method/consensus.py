@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .config import ConsensusConfig
-from .scores import feature_order, min_max, rank_score
+from .config import LAPLACIAN_FUSIONS, ConsensusConfig
+from .scores import feature_order, min_max, rank_positions, rank_score
 from .stability import mean_pairwise_jaccard
 
 
@@ -54,16 +54,39 @@ def combine(member_scores: np.ndarray, rule: str = "mean_rank") -> np.ndarray:
     raise ValueError(f"unknown consensus rule {rule!r}; use mean_rank or mean_score")
 
 
-def fuse_laplacian(scores: np.ndarray, laplacian_scores: np.ndarray, weight: float) -> np.ndarray:
-    """``(1 - weight)`` times the rank score of ``scores`` plus ``weight`` times that of the Laplacian score.
+RECIPROCAL_OFFSET = 60  # Cormack, Clarke and Buettcher (SIGIR 2009): reciprocal rank fusion's constant
 
-    Both as :func:`~iclfs.method.scores.rank_score` (lower Laplacian score is
-    better; ``inf`` ranks last). ``weight = 0`` returns ``scores`` unchanged.
+
+def fuse_laplacian(scores: np.ndarray, laplacian_scores: np.ndarray, weight: float,
+                   fusion: str = "rank_mean") -> np.ndarray:
+    """Scores (higher is better) that fuse the order of ``scores`` with that of the Laplacian score.
+
+    ``rank_mean``: ``(1 - weight)`` times the rank score of ``scores`` plus
+    ``weight`` times that of the Laplacian score (both as
+    :func:`~iclfs.method.scores.rank_score`). ``reciprocal_rank``: reciprocal
+    rank fusion (Cormack, Clarke and Buettcher, SIGIR 2009), ``(1 - weight) /
+    (60 + p) + weight / (60 + p_laplacian)`` with p a feature's position (1 =
+    first) in each order. Where the two orders' heads differ, the rank mean's
+    head is the features placed fairly well by both, a crowded middle that
+    small changes reorder; reciprocal rank's head is the heads of both.
+    A lower Laplacian score is better and a non-finite one ranks last. ``weight = 0``
+    returns ``scores`` unchanged.
+
+    Returns
+    -------
+    ndarray of shape (d,)
     """
+    if fusion not in LAPLACIAN_FUSIONS:
+        raise ValueError(f"unknown Laplacian fusion {fusion!r}; use {' or '.join(LAPLACIAN_FUSIONS)}")
     if weight == 0:
         return np.asarray(scores, dtype=np.float64)
     ls = np.asarray(laplacian_scores, dtype=np.float64)
-    return (1.0 - weight) * rank_score(scores) + weight * rank_score(-np.where(np.isfinite(ls), ls, np.inf))
+    ls = -np.where(np.isfinite(ls), ls, np.inf)  # higher is better; a non-finite score ranks last
+    if fusion == "rank_mean":
+        return (1.0 - weight) * rank_score(scores) + weight * rank_score(ls)
+    own = rank_positions(feature_order(scores))
+    laplacian = rank_positions(feature_order(ls))
+    return (1.0 - weight) / (RECIPROCAL_OFFSET + own) + weight / (RECIPROCAL_OFFSET + laplacian)
 
 
 def member_orders(member_scores: np.ndarray) -> np.ndarray:

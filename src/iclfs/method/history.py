@@ -339,10 +339,11 @@ def carry(history: MemberHistory, members: Sequence[tuple[int, Sequence[str], np
     ``members`` as for :meth:`MemberHistory.add_run`; ``laplacian``, this run's
     Laplacian scores, is stored with them. For ICLFS with
     ``history.laplacian_weight`` w > 0 and two members or more, the carried
-    order is that of ``(1 - w) r_carried + w r_laplacian``, the rank score of
-    the Laplacian scores LGRC gates by (:func:`gate_laplacian`) fused in as
-    for one run's consensus; another method's members are combined alone, as
-    they are selected without LGRC.
+    order fuses in the order of the Laplacian scores LGRC gates by
+    (:func:`gate_laplacian`) by ``history.laplacian_fusion``
+    (:func:`~iclfs.method.consensus.fuse_laplacian`; ``rank_mean``: ``(1 - w)
+    r_carried + w r_laplacian``, as for one run's consensus); another method's
+    members are combined alone, as they are selected without LGRC.
     """
     carried = history.add_run(members, config.max_members, method, laplacian)
     combined = combine_history(carried, feature_names, config.half_life, k_values, config.rule)
@@ -350,7 +351,7 @@ def carry(history: MemberHistory, members: Sequence[tuple[int, Sequence[str], np
         if laplacian is None:
             raise ValueError("history.laplacian_weight > 0 needs the Laplacian scores")
         gate = gate_laplacian(carried, laplacian, feature_names, config)
-        combined.scores = fuse_laplacian(combined.scores, gate, config.laplacian_weight)
+        combined.scores = fuse_laplacian(combined.scores, gate, config.laplacian_weight, config.laplacian_fusion)
         combined.order = feature_order(combined.scores)
     return carried, combined
 

@@ -71,7 +71,8 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
         score_name = (f"carried {history_config.rule} of {_score_name(method, ranking_config)} "
                       f"({len(carried_history.members)} members)")
         if method == "iclfs" and history_config.laplacian_weight > 0:
-            score_name += f", Laplacian weight {history_config.laplacian_weight:g}"
+            score_name += f", Laplacian weight {history_config.laplacian_weight:g}" + (
+                ", reciprocal rank" if history_config.laplacian_fusion == "reciprocal_rank" else "")
         table, metrics = _ranking(feature_names, combined.order, combined.scores, score_name, orders,
                                   combined.frequency, grid)
         table["members_seen"] = combined.seen[combined.order]
