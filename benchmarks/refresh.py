@@ -252,11 +252,14 @@ def weighting_candidates() -> tuple[Candidate, ...]:
                  for weight in (0.0, 0.1, 0.25, 0.5))
 
 
+FOURTH_ROUNDS_FUSION = ("rank_mean", 0.25)  # the defaults the fifth round's rule was fixed against
+
+
 def fusing_candidates() -> tuple[Candidate, ...]:
     """The fifth round's: the fourth round's winner (the ``history`` defaults) with each fusion and weight."""
     c = HistoryConfig()
     return tuple(Candidate(c.rule, c.half_life, c.max_members, c.hold, c.laplacian, c.admit, weight, fusion)
-                 for fusion, weight in (("rank_mean", 0.0), ("rank_mean", 0.25), ("reciprocal_rank", 0.25),
+                 for fusion, weight in (("rank_mean", 0.0), FOURTH_ROUNDS_FUSION, ("reciprocal_rank", 0.25),
                                         ("reciprocal_rank", 0.5)))
 
 
@@ -592,10 +595,9 @@ def weights_by_default(table: pd.DataFrame, best: pd.Series) -> bool:
 
 def fuses_by_default(table: pd.DataFrame, best: pd.Series) -> bool:
     """Round 5: the winner's fusion and weight become the defaults (module docstring, the fifth round)."""
-    c = HistoryConfig()
-    defaults = table[(table["laplacian_fusion"] == c.laplacian_fusion)
-                     & (table["laplacian_weight"] == c.laplacian_weight)].iloc[0]
-    differs = (best["laplacian_fusion"], best["laplacian_weight"]) != (c.laplacian_fusion, c.laplacian_weight)
+    fusion, weight = FOURTH_ROUNDS_FUSION
+    defaults = table[(table["laplacian_fusion"] == fusion) & (table["laplacian_weight"] == weight)].iloc[0]
+    differs = (best["laplacian_fusion"], best["laplacian_weight"]) != FOURTH_ROUNDS_FUSION
     return (differs and best["points"] >= defaults["points"] and best["mean_agreement"] > defaults["mean_agreement"]
             and accuracy_points(best) >= 3)
 
@@ -761,9 +763,8 @@ def report_markdown(results: pd.DataFrame, cost: dict[str, float], train_seconds
              f"Every refresh takes a fresh random {KEEP:.0%} of the samples; two deployments (seeds "
              f"{DEPLOYMENTS[0]} and {DEPLOYMENTS[1]}) draw their own. *One run per refresh* is today's `select` "
              f"(the default settings); *{carried}* is `select` with `history.carry: true` and the history "
-             "section's defaults, chosen by the study's four rounds (`refresh_study.md`, `refresh_study_hold.md`, "
-             "`refresh_study_admit.md`, `refresh_study_weight.md`), "
-             "and its new member at each refresh "
+             f"section's defaults, chosen by the study's {len(ROUNDS)} rounds ("
+             + ", ".join(f"`{r.out}`" for r in ROUNDS.values()) + "), and its new member at each refresh "
              "is that refresh's one run (never trained twice). LS is the Laplacian score, NDFS is given the "
              "number of classes. Jaccard@50 and Nogueira's Φ compare the first 50 features."
              + (" The carried consensus without the Laplacian weight (`history.laplacian_weight: 0`) is shown "

@@ -425,21 +425,21 @@ def test_partial_fit_with_a_hold_keeps_the_last_selection_while_it_stays_near_th
 def test_partial_fit_fuses_the_laplacian_rank_into_the_carried_order_with_its_weight(table):
     X = np.asarray(table.X)
     rows = [np.sort(np.random.default_rng(r).choice(40, size=36, replace=False)) for r in range(2)]
-    selector = ICLFSSelector(K, random_state=7, history_laplacian_weight=0.5, **FAST)
-    for r in range(2):
-        selector.partial_fit(X[rows[r]])
-    history = selector.history_
+    fits = {}
+    for fusion in ("rank_mean", "reciprocal_rank"):
+        fits[fusion] = ICLFSSelector(K, random_state=7, history_laplacian_weight=0.5,
+                                     history_laplacian_fusion=fusion, **FAST)
+        for r in range(2):
+            fits[fusion].partial_fit(X[rows[r]])
+    history = fits["rank_mean"].history_
     names = list(history.members[0].feature_names)
     config = HistoryConfig(carry=True, laplacian_weight=0.5)
     members = combine_history(history, names, config.half_life, [K])
-    gate = gate_laplacian(history, selector.laplacian_scores_, names, config)
-    np.testing.assert_allclose(selector.scores_, fuse_laplacian(members.scores, gate, 0.5))
-    np.testing.assert_array_equal(selector.feature_order_, feature_order(selector.scores_))
-    reciprocal = ICLFSSelector(K, random_state=7, history_laplacian_weight=0.5,
-                               history_laplacian_fusion="reciprocal_rank", **FAST)
-    for r in range(2):
-        reciprocal.partial_fit(X[rows[r]])
-    np.testing.assert_allclose(reciprocal.scores_, fuse_laplacian(members.scores, gate, 0.5, "reciprocal_rank"))
+    gate = gate_laplacian(history, fits["rank_mean"].laplacian_scores_, names, config)
+    for fusion, selector in fits.items():
+        np.testing.assert_allclose(selector.scores_, fuse_laplacian(members.scores, gate, 0.5, fusion))
+        np.testing.assert_array_equal(selector.feature_order_, feature_order(selector.scores_))
+    assert ICLFSSelector(K).history_laplacian_fusion == HistoryConfig().laplacian_fusion
 
 
 def test_partial_fit_needs_the_same_features_and_fit_starts_afresh(table, frame):

@@ -210,11 +210,11 @@ class ICLFSSelector(_Selector):
         :meth:`partial_fit` only: the Laplacian scores LGRC gates by, this
         call's table's or their mean over the carried members (the pipeline's
         ``history.laplacian``).
-    history_laplacian_weight : float in [0, 1], default=0.25
+    history_laplacian_weight : float in [0, 1], default=0.5
         :meth:`partial_fit` only: the weight of the rank of those Laplacian
         scores in the carried order (0: none; the pipeline's
         ``history.laplacian_weight``).
-    history_laplacian_fusion : {"rank_mean", "reciprocal_rank"}, default="rank_mean"
+    history_laplacian_fusion : {"rank_mean", "reciprocal_rank"}, default="reciprocal_rank"
         :meth:`partial_fit` only: how that rank is fused in, the weighted mean
         of the rank scores or weighted reciprocal rank fusion (the pipeline's
         ``history.laplacian_fusion``).

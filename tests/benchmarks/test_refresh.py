@@ -234,13 +234,14 @@ def test_the_fifth_round_is_judged_on_four_validation_sets_and_ties_go_to_the_ra
                 **{f"{d}.accuracy_point": i < accurate for i, d in enumerate(refresh.VALIDATION_FIFTH)}}
 
     c = HistoryConfig()
+    assert refresh.FOURTH_ROUNDS_FUSION == ("rank_mean", 0.25)  # the defaults when the rule was fixed
     assert refresh.ROUNDS[5].validation == ("lung_small", "ORL", "madelon", "Isolet")
     assert [(x.hold, x.admit, x.laplacian, x.laplacian_fusion, x.laplacian_weight)
             for x in refresh.fusing_candidates()] == [
         (c.hold, c.admit, c.laplacian, fusion, w)
         for fusion, w in (("rank_mean", 0.0), ("rank_mean", 0.25), ("reciprocal_rank", 0.25),
                           ("reciprocal_rank", 0.5))]
-    defaults = row(c.laplacian_fusion, c.laplacian_weight, 8, 0.40)
+    defaults = row("rank_mean", 0.25, 8, 0.40)
     tied = pd.DataFrame([row("reciprocal_rank", 0.25, 9, 0.45), row("rank_mean", 0.0, 9, 0.45), defaults])
     assert refresh.winner(tied)["laplacian_fusion"] == "rank_mean"  # a tie on points and agreement: the rank mean
     assert refresh.winner(tied)["laplacian_weight"] == 0.0

@@ -167,7 +167,7 @@ def test_replaying_the_same_runs_gives_the_same_orders():
 
 def test_carry_mixes_in_the_laplacian_rank_like_one_runs_consensus():
     names = ["a", "b", "c"]
-    config = HistoryConfig(carry=True, laplacian="run", laplacian_weight=0.0)
+    config = HistoryConfig(carry=True, laplacian="run", laplacian_weight=0.0, laplacian_fusion="rank_mean")
     history, _ = carry(MemberHistory(), [(1, names, np.array([3.0, 2, 1]), 0.0, "t")], names, config, [1])
     laplacian = np.array([9.0, 5.0, 0.1])  # c has the best (lowest) Laplacian score
     _, plain = carry(history, [(2, names, np.array([3.0, 2, 1]), 0.0, "t")], names, config, [1], laplacian)
@@ -196,7 +196,7 @@ def test_the_carried_order_fuses_the_laplacian_scores_the_gate_uses():
     now = np.array([9.0, 5.0, 0.2])  # this run's table: c has
     orders = {}
     for laplacian in ("run", "carried"):
-        config = HistoryConfig(carry=True, laplacian=laplacian, laplacian_weight=0.9)
+        config = HistoryConfig(carry=True, laplacian=laplacian, laplacian_weight=0.9, laplacian_fusion="rank_mean")
         history = MemberHistory()
         for seed in (1, 2):
             history, _ = carry(history, [(seed, names, scores, 0.0, "t")], names, config, [1], before)

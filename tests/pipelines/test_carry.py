@@ -70,7 +70,8 @@ def test_refreshes_carry_their_members_each_with_its_own_seed_and_replay_to_the_
 
     ranking = CSVDataset(filepath=str(latest(project, "07_model_output/t/feature_ranking.csv"))).load()
     assert {"member_0_rank", "member_1_rank", "member_2_rank", "members_seen", "top_5_frequency"} <= set(ranking)
-    assert ranking["score_name"].iloc[0] == "carried mean_rank of z_norm (3 members), Laplacian weight 0.25"
+    assert ranking["score_name"].iloc[0] == ("carried mean_rank of z_norm (3 members), Laplacian weight 0.5, "
+                                            "reciprocal rank")
     chosen = CSVDataset(filepath=str(latest(project, "07_model_output/t/selected_feature_list.csv"))).load()
     frequency = chosen["member_frequency"].to_numpy()
     assert ((0 <= frequency) & (frequency <= 1)).all() and frequency.max() > 0

@@ -350,10 +350,10 @@ class HistoryConfig(Section):
     laplacian: str = param("carried", one_of(*HISTORY_LAPLACIAN),
                            "the Laplacian scores LGRC gates by: run: this run's; carried: their weighted mean over "
                            "the members")
-    laplacian_weight: float = param(0.25, number(0, 1),
+    laplacian_weight: float = param(0.5, number(0, 1),
                                     "weight of the rank of the Laplacian scores LGRC gates by in the carried order "
                                     "(0: none)")
-    laplacian_fusion: str = param("rank_mean", one_of(*LAPLACIAN_FUSIONS),
+    laplacian_fusion: str = param("reciprocal_rank", one_of(*LAPLACIAN_FUSIONS),
                                   "how that rank is fused in: rank_mean: the weighted mean of the rank scores; "
                                   "reciprocal_rank: weighted reciprocal rank fusion")
     reset: bool = param(False, boolean, "true: this run starts the history afresh")
