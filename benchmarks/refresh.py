@@ -395,7 +395,7 @@ def refresh_runs(dataset: str, deployment: int, store: Path, data_dirs: Sequence
             history, carried = carry(histories[candidate], [(seed, names, scores, 0.0, str(r))], names, config,
                                      grid, ls)
             selections[candidate.name], histories[candidate] = carried_selections(
-                history, carried.order, ls, SelectionConfig(), config, grid, names)
+                history, carried.order, ls, SelectionConfig(), config, grid, names, carried.gate)
             overhead[candidate.name] = time.perf_counter() - started
         if members_alone:
             pool = pool.add_run([(seed, names, scores, 0.0, str(r))], count)
@@ -726,7 +726,8 @@ def history_cost(n_features: int = 20_000, members: int = 64, repeats: int = 3) 
             laplacian = rng.random(n_features)
             grown, combined = carry(stored, [(10_000 + repeat, names, rng.normal(size=n_features), 1.0, "t")],
                                     names, config, grid, laplacian)
-            _, grown = carried_selections(grown, combined.order, laplacian, SelectionConfig(), config, grid, names)
+            _, grown = carried_selections(grown, combined.order, laplacian, SelectionConfig(), config, grid, names,
+                                          combined.gate)
             timings["combine"].append(time.perf_counter() - started)
             started = time.perf_counter()
             MemberHistoryDataset(filepath=path, data_source="t", version=Version(None, f"v{repeat + 1}")).save(grown)

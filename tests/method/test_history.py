@@ -347,3 +347,23 @@ def test_a_feature_without_variance_on_this_runs_graph_is_gated_last_whatever_th
     selection = SelectionConfig(k=2, k_values=(2,), quantile=0.5)
     chosen, _ = carried_selections(history, np.arange(4), now, selection, config, [2], names)
     assert 0 not in chosen[2].tolist()  # the members' mean (0.1) would have kept it
+
+
+def test_carry_hands_the_lists_the_gate_it_fused_by_so_it_is_computed_once():
+    names = ["a", "b", "c", "d", "e", "f"]
+    rng = np.random.default_rng(3)
+    config = HistoryConfig(carry=True, hold=1.0)
+    selection = SelectionConfig(k=2, k_values=(2, 4), quantile=0.5)
+    history = MemberHistory()
+    for seed in range(3):
+        laplacian = rng.random(6)
+        history, combined = carry(history, [(seed, names, rng.normal(size=6), 0.0, "t")], names, config, [2, 4],
+                                  laplacian)
+    np.testing.assert_array_equal(combined.gate, gate_laplacian(history, laplacian, names, config))
+    given, _ = carried_selections(history, combined.order, laplacian, selection, config, [2, 4], names, combined.gate)
+    computed, _ = carried_selections(history, combined.order, laplacian, selection, config, [2, 4], names)
+    assert {k: v.tolist() for k, v in given.items()} == {k: v.tolist() for k, v in computed.items()}
+    # another method's members are selected without LGRC: no gate
+    _, other = carry(MemberHistory(), [(1, names, rng.normal(size=6), 0.0, "t")], names, config, [2], laplacian,
+                     method="ndfs")
+    assert other.gate is None

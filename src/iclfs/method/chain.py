@@ -118,8 +118,8 @@ def held_selections(order: np.ndarray, laplacian: np.ndarray, selection: Selecti
 
 
 def carried_selections(history: MemberHistory, order: np.ndarray, laplacian: np.ndarray, selection: SelectionConfig,
-                       config: HistoryConfig, k_values: list[int], feature_names: list[str]
-                       ) -> tuple[dict[int, np.ndarray], MemberHistory]:
+                       config: HistoryConfig, k_values: list[int], feature_names: list[str],
+                       gate: np.ndarray | None = None) -> tuple[dict[int, np.ndarray], MemberHistory]:
     """A carrying run's selections at every k, and ``history`` with them recorded as the last lists.
 
     LGRC gates by this run's Laplacian scores or, with ``history.laplacian:
@@ -127,9 +127,11 @@ def carried_selections(history: MemberHistory, order: np.ndarray, laplacian: np.
     (:func:`~iclfs.method.history.gate_laplacian`); each list is held to
     the last list at its k, the lists ``history`` recorded (``history.hold``,
     ``history.admit``).
-    ``history`` already holds this run's members.
+    ``history`` already holds this run's members; ``gate``, when given, is
+    those scores as :func:`~iclfs.method.history.carry` computed them
+    (``Consensus.gate``).
     """
-    gate = gate_laplacian(history, laplacian, feature_names, config)
+    gate = gate_laplacian(history, laplacian, feature_names, config) if gate is None else gate
     selections = held_selections(order, gate, selection, k_values, config.hold, history.lists, feature_names,
                                  config.admit)
     lists = {k: tuple(str(feature_names[j]) for j in chosen) for k, chosen in selections.items()}
@@ -197,7 +199,7 @@ def run(table: FeatureTable, settings: Settings | None = None, history: MemberHi
                                  names, settings.history, grid, laplacian)
         combined = combined if first else carried
         selections, history = carried_selections(history, combined.order, laplacian, settings.selection,
-                                                 settings.history, grid, names)
+                                                 settings.history, grid, names, carried.gate)
     else:
         selections = select(combined.order, laplacian, settings.selection, grid)
     return ChainResult(prepared, members, laplacian, combined, selections,

@@ -134,6 +134,10 @@ class Consensus:
         Carried members only: how many members saw each feature.
     weights : ndarray of shape (members,) or None
         Carried members only: each member's age weight.
+    gate : ndarray of shape (d,) or None
+        Carried ICLFS members only: the Laplacian scores LGRC gates by
+        (:func:`iclfs.method.history.gate_laplacian`), computed once for the
+        order and the lists.
     """
 
     scores: np.ndarray
@@ -143,6 +147,7 @@ class Consensus:
     member_jaccard: dict[int, float | None]
     seen: np.ndarray | None = None
     weights: np.ndarray | None = None
+    gate: np.ndarray | None = None
 
 
 def combine_members(member_scores: np.ndarray, consensus: ConsensusConfig, laplacian: np.ndarray | None,

@@ -347,11 +347,13 @@ def carry(history: MemberHistory, members: Sequence[tuple[int, Sequence[str], np
     """
     carried = history.add_run(members, config.max_members, method, laplacian)
     combined = combine_history(carried, feature_names, config.half_life, k_values, config.rule)
+    if method == "iclfs" and laplacian is not None:
+        combined.gate = gate_laplacian(carried, laplacian, feature_names, config)
     if method == "iclfs" and len(carried.members) > 1 and config.laplacian_weight > 0:
-        if laplacian is None:
+        if combined.gate is None:
             raise ValueError("history.laplacian_weight > 0 needs the Laplacian scores")
-        gate = gate_laplacian(carried, laplacian, feature_names, config)
-        combined.scores = fuse_laplacian(combined.scores, gate, config.laplacian_weight, config.laplacian_fusion)
+        combined.scores = fuse_laplacian(combined.scores, combined.gate, config.laplacian_weight,
+                                         config.laplacian_fusion)
         combined.order = feature_order(combined.scores)
     return carried, combined
 

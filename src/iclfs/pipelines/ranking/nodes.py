@@ -79,7 +79,7 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
     if method == "iclfs":  # the lists are made here, to be held to by the next run: lgrc hands them on
         order = table["feature_index"].to_numpy()
         selections, carried_history = carried_selections(carried_history, order, laplacian, selection_config,
-                                                         history_config, grid, feature_names)
+                                                         history_config, grid, feature_names, combined.gate)
         for k, chosen in selections.items():
             table[f"list_{k}_rank"] = _rank_column(chosen, order)
     metrics["carried_members"] = [{"value": float(len(carried_history.members)), "step": 0}]
