@@ -255,3 +255,16 @@ def test_the_fifth_round_is_judged_on_four_validation_sets_and_ties_go_to_the_ra
     assert refresh.judged_on(reciprocal) == list(refresh.VALIDATION_FIFTH)
     names = {x.name for x in refresh.fusing_candidates()}
     assert len(names) == 4 and sum(name.endswith(", reciprocal rank)") for name in names) == 2
+
+
+def test_heads_measures_where_the_members_and_the_laplacian_part(store, tmp_path):
+    row = refresh.heads("tiny", store, ())
+    assert set(row) == {"shared heads", *refresh.HEADS}
+    assert 2 * refresh.K - 60 <= row["shared heads"] <= refresh.K  # 60 features: two first 50 share at least 40
+    runs = {d: refresh.refresh_runs("tiny", d, store, (), (), baselines=False, members_alone=True)
+            for d in refresh.DEPLOYMENTS}
+    first, second = (refresh.names_at(runs[d][-1], refresh.MEMBERS) for d in refresh.DEPLOYMENTS)
+    assert row["the members' order"] == pytest.approx(refresh.jaccard(first, second))
+    assert all(0 <= row[label] <= 1 for label in refresh.HEADS)
+    text = refresh.heads_markdown({"tiny": row}, "python -m benchmarks.refresh heads")
+    assert "| tiny | " in text and text.count("agreement, ") == len(refresh.HEADS)
