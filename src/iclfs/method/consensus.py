@@ -68,9 +68,9 @@ def fuse_laplacian(scores: np.ndarray, laplacian_scores: np.ndarray, weight: flo
     (60 + p) + weight / (60 + p_laplacian)`` with p a feature's position (1 =
     first) in each order. Where the two orders' heads differ, the rank mean's
     head is the features placed fairly well by both, a crowded middle that
-    small changes reorder; reciprocal rank's head is the heads of both.
-    A lower Laplacian score is better and a non-finite one ranks last. ``weight = 0``
-    returns ``scores`` unchanged.
+    small changes reorder; reciprocal rank's head is the heads of both. A
+    lower Laplacian score is better and a non-finite one ranks last.
+    ``weight = 0`` returns ``scores`` unchanged.
 
     Returns
     -------
