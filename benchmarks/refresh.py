@@ -154,9 +154,10 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -176,10 +177,10 @@ from iclfs.method.config import (
     ViewConfig,
 )
 from iclfs.method.consensus import fuse_laplacian
-from iclfs.method.history import MemberHistory, carry, combine_history, member_seed
+from iclfs.method.history import MemberHistory, carry, combine_history, fusion_label, member_seed
 from iclfs.method.laplacian import laplacian_scores
 from iclfs.method.members import train_members
-from iclfs.method.preprocessing import FeatureTable, invert, prepare
+from iclfs.method.preprocessing import FeatureTable, PreparedData, invert, prepare
 from iclfs.method.scores import feature_order
 from iclfs.method.stability import jaccard, nogueira_of
 
@@ -224,9 +225,7 @@ class Candidate:
         life = "inf" if math.isinf(self.half_life) else f"{self.half_life:g}"
         extra = (f", hold {self.hold:g}" if self.hold > 1 else "") + (
             ", carried Laplacian" if self.laplacian == "carried" else "") + (
-            f", admit {self.admit:g}" if math.isfinite(self.admit) else "") + (
-            f", Laplacian weight {self.laplacian_weight:g}" if self.laplacian_weight > 0 else "") + (
-            ", reciprocal rank" if self.laplacian_weight > 0 and self.laplacian_fusion == "reciprocal_rank" else "")
+            f", admit {self.admit:g}" if math.isfinite(self.admit) else "") + fusion_label(self.config())
         return f"carried ({self.rule}, half-life {life}, cap {self.max_members}{extra})"
 
 
@@ -368,27 +367,42 @@ class Refresh:
     overhead: dict[str, float]  # method -> seconds from the run's scores to its lists (the history's combining)
 
 
+class Trained(NamedTuple):
+    """One trained refresh of a deployment: what every list made at it starts from."""
+
+    r: int  # counted from 0
+    table: FeatureTable  # the whole table it drew its samples from
+    prepared: PreparedData  # the refresh's samples, prepared as select prepares them
+    laplacian: np.ndarray  # the refresh's Laplacian scores
+    scores: np.ndarray  # its one run's
+    seed: int
+    seconds: float  # its one run's training
+
+
+def trained_refreshes(dataset: str, deployment: int, store: Path, data_dirs: Sequence[str]) -> Iterator[Trained]:
+    """Every trained refresh of one deployment, in order."""
+    members = read_members(members_path(store, dataset, deployment))
+    count = len([key for key in members if key.startswith("scores_")])
+    if count == 0:
+        raise FileNotFoundError(f"{members_path(store, dataset, deployment)}: no trained refresh; run train first")
+    for r in range(count):
+        table = load_table(dataset, r, data_dirs)
+        prepared = prepare(refresh_table(table, members[f"samples_{r}"]))
+        yield Trained(r, table, prepared, laplacian_scores(prepared.standardized, 3), members[f"scores_{r}"],
+                      int(members[f"seed_{r}"]), float(members[f"seconds_{r}"]))
+
+
 def refresh_runs(dataset: str, deployment: int, store: Path, data_dirs: Sequence[str],
                  candidates: Sequence[Candidate], baselines: bool = True, members_alone: bool = False
                  ) -> list[Refresh]:
     """Every refresh of one deployment, with the lists of one run, the candidates, (``baselines``) LS and NDFS,
     and (``members_alone``) the first k of the members' mean rank, :data:`MEMBERS`."""
-    members = read_members(members_path(store, dataset, deployment))
-    count = len([key for key in members if key.startswith("scores_")])
-    if count == 0:
-        raise FileNotFoundError(f"{members_path(store, dataset, deployment)}: no trained refresh; run train first")
     histories = {c: MemberHistory() for c in candidates}
     pool = MemberHistory()
     out = []
-    for r in range(count):
-        table = load_table(dataset, r, data_dirs)
-        samples = members[f"samples_{r}"]
-        prepared = prepare(refresh_table(table, samples))
+    for r, table, prepared, ls, scores, seed, seconds in trained_refreshes(dataset, deployment, store, data_dirs):
         X, names = prepared.standardized, list(prepared.feature_names)
         grid = k_values_for(SelectionConfig(), X.shape[1])
-        ls = laplacian_scores(X, 3)
-        scores = members[f"scores_{r}"]
-        seed = int(members[f"seed_{r}"])
         started = time.perf_counter()
         selections = {ONE: select(feature_order(scores), ls, SelectionConfig(), grid)}
         overhead = {ONE: time.perf_counter() - started}
@@ -401,7 +415,7 @@ def refresh_runs(dataset: str, deployment: int, store: Path, data_dirs: Sequence
                 history, carried.order, ls, SelectionConfig(), config, grid, names, carried.gate)
             overhead[candidate.name] = time.perf_counter() - started
         if members_alone:
-            pool = pool.add_run([(seed, names, scores, 0.0, str(r))], count)
+            pool = pool.add_run([(seed, names, scores, 0.0, str(r))], r + 1)  # every member so far
             order = combine_history(pool, names, math.inf, grid).order
             selections[MEMBERS] = {k: order[:k] for k in grid}
         if baselines:
@@ -412,8 +426,7 @@ def refresh_runs(dataset: str, deployment: int, store: Path, data_dirs: Sequence
         informative = None
         if table.informative_features is not None:
             informative = [names.index(table.feature_names[j]) for j in table.informative_features]
-        out.append(Refresh(r + 1, X, prepared.labels, names, informative, selections,
-                           float(members[f"seconds_{r}"]), overhead))
+        out.append(Refresh(r + 1, X, prepared.labels, names, informative, selections, seconds, overhead))
     return out
 
 
@@ -858,19 +871,14 @@ def heads(dataset: str, store: Path, data_dirs: Sequence[str]) -> dict[str, floa
     """At the last refresh, how far the first :data:`K` of the members' carried order and of the carried Laplacian
     scores overlap (the mean over the deployments), and how far each of :data:`HEADS`'s orders agrees between the
     two deployments (the fifth round's diagnosis, module docstring)."""
-    candidate = replace(chosen(), laplacian_weight=0.0)
+    config = replace(chosen(), laplacian_weight=0.0).config()
     last = {}
     for deployment in DEPLOYMENTS:
-        members = read_members(members_path(store, dataset, deployment))
-        count = len([key for key in members if key.startswith("scores_")])
         history = MemberHistory()
-        for r in range(count):
-            prepared = prepare(refresh_table(load_table(dataset, r, data_dirs), members[f"samples_{r}"]))
-            names = list(prepared.feature_names)
-            grid = k_values_for(SelectionConfig(), len(names))
-            history, combined = carry(history, [(int(members[f"seed_{r}"]), names, members[f"scores_{r}"], 0.0,
-                                                 str(r))], names, candidate.config(), grid,
-                                      laplacian_scores(prepared.standardized, 3))
+        for trained in trained_refreshes(dataset, deployment, store, data_dirs):
+            names = list(trained.prepared.feature_names)
+            history, combined = carry(history, [(trained.seed, names, trained.scores, 0.0, str(trained.r))], names,
+                                      config, k_values_for(SelectionConfig(), len(names)), trained.laplacian)
         orders = {label: feature_order(fuse_laplacian(combined.scores, combined.gate, weight, fusion))
                   for label, (fusion, weight) in HEADS.items()}
         last[deployment] = {label: [names[j] for j in order[:K]] for label, order in orders.items()}

@@ -358,6 +358,15 @@ def carry(history: MemberHistory, members: Sequence[tuple[int, Sequence[str], np
     return carried, combined
 
 
+def fusion_label(config: HistoryConfig) -> str:
+    """How a carrying ICLFS run's order fuses in the Laplacian rank, as labels name it (", Laplacian weight
+    0.5, reciprocal rank"); empty when it does not."""
+    if config.laplacian_weight == 0:
+        return ""
+    return f", Laplacian weight {config.laplacian_weight:g}" + (
+        ", reciprocal rank" if config.laplacian_fusion == "reciprocal_rank" else "")
+
+
 def gate_laplacian(history: MemberHistory, laplacian: np.ndarray, feature_names: Sequence[str],
                    config: HistoryConfig) -> np.ndarray:
     """The Laplacian scores a carrying run's LGRC gates by: this run's (``history.laplacian: run``) or

@@ -11,7 +11,7 @@ from iclfs.baselines import REGISTRY as BASELINES
 from iclfs.method.chain import carried_selections, k_values_for
 from iclfs.method.config import ConsensusConfig, HistoryConfig, RankingConfig, SelectionConfig
 from iclfs.method.consensus import combine_members
-from iclfs.method.history import MemberHistory, carry, usable_history
+from iclfs.method.history import MemberHistory, carry, fusion_label, usable_history
 from iclfs.method.stability import mean_pairwise_jaccard
 from iclfs.pipelines.frames import laplacian_vector
 
@@ -70,9 +70,8 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
         orders = {m.index: o for m, o in zip(carried_history.members, combined.member_orders, strict=True)}
         score_name = (f"carried {history_config.rule} of {_score_name(method, ranking_config)} "
                       f"({len(carried_history.members)} members)")
-        if method == "iclfs" and history_config.laplacian_weight > 0:
-            score_name += f", Laplacian weight {history_config.laplacian_weight:g}" + (
-                ", reciprocal rank" if history_config.laplacian_fusion == "reciprocal_rank" else "")
+        if method == "iclfs":
+            score_name += fusion_label(history_config)
         table, metrics = _ranking(feature_names, combined.order, combined.scores, score_name, orders,
                                   combined.frequency, grid)
         table["members_seen"] = combined.seen[combined.order]
