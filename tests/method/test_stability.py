@@ -47,6 +47,18 @@ def test_phi_by_hand_for_two_selections():
     assert nogueira(np.array([[1, 1, 0, 0], [0, 0, 1, 1]])).phi == pytest.approx(-1.0)
 
 
+@pytest.mark.parametrize("Z", [[[1, 1, 0, 0], [1, 0, 1, 0]], [[1, 1, 0, 0], [0, 0, 1, 1]],
+                               [[1, 1, 1, 0, 0], [1, 0, 0, 0, 0]]])
+def test_two_selections_have_no_interval(Z):
+    # With M = 2, p is 1 on the shared features and 1/2 on the others, so Z_i @ p = (k_i + shared) / 2 and each
+    # selection's term of Theorem 9 differs by its size alone: the variance would be 0 for equal sizes.
+    result = nogueira(np.array(Z))
+    assert np.isfinite(result.phi)
+    assert np.isnan(result.variance) and np.isnan(result.lower) and np.isnan(result.upper)
+    assert result.as_dict() == {"phi": pytest.approx(result.phi), "lower": None, "upper": None, "level": 0.95,
+                                "selections": 2}
+
+
 def test_phi_and_its_variance_by_hand_for_three_selections():
     # d = 5, M = 3: {0, 1}, {0, 1}, {0, 2}; p = (1, 2/3, 1/3, 0, 0), k = 2, k/d = 0.4.
     Z = np.array([[1, 1, 0, 0, 0], [1, 1, 0, 0, 0], [1, 0, 1, 0, 0]])

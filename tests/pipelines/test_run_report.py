@@ -11,6 +11,7 @@ import pytest
 
 from iclfs.pipelines import figures
 from iclfs.pipelines.publish import report
+from iclfs.pipelines.publish.nodes import compare_with_previous
 
 NAMES = ["alpha", "<b>&x", "gamma", "delta", "eps$ilon", "zeta", "eta", "theta"]
 
@@ -202,3 +203,36 @@ def test_a_single_selected_feature_still_gives_a_page(inputs):
     inputs["k_choice"] = {"k": 1, "reason": "selection.k = 1"}
     page = report.run_report(**inputs)
     assert page.count("<img") == 5 and "<p>1 feature, best first.</p>" in page
+
+
+def _stability_after(earlier_lists: list[list[str]], current: list[str], members: int) -> tuple[dict, dict]:
+    """compare_with_previous for a list after ``earlier_lists``, with ``members`` members' ranks."""
+    names = list("abcdefgh")
+    ranking = pd.DataFrame({"rank": np.arange(1, 9), "feature_index": np.arange(8), "feature_name": names})
+    for m in range(members):
+        ranking[f"member_{m}_rank"] = np.roll(np.arange(1, 9), m)
+    listed = pd.DataFrame({"rank": np.arange(1, len(current) + 1), "feature_name": current})
+    earlier = pd.DataFrame([{"version": f"v{i}", "rank": r + 1, "feature_name": n}
+                            for i, names_i in enumerate(earlier_lists) for r, n in enumerate(names_i)],
+                           columns=["version", "rank", "feature_name"])
+    return compare_with_previous(pd.DataFrame(columns=["k", "rank", "feature_name"]),
+                                 pd.DataFrame(columns=["k", "rank", "feature_name"]), listed, earlier, ranking,
+                                 {"carry": True})
+
+
+def test_two_lists_give_phi_without_an_interval_and_three_give_both():
+    summary, metrics = _stability_after([list("abc")], list("abd"), members=2)
+    lists = summary["nogueira"]["lists"]
+    assert lists["selections"] == 2 and lists["phi"] is not None and lists["lower"] is None and lists["upper"] is None
+    assert "nogueira_lists" in metrics and "nogueira_members" in metrics
+    assert not {"nogueira_lists_lower", "nogueira_lists_upper", "nogueira_members_lower"} & set(metrics)
+    sentences = report.stability_sentences(summary)
+    assert "Nogueira's Phi over the last 2 lists: " in sentences[1] and sentences[1].endswith(
+        "(an interval needs 3 or more)")
+    assert all("95 % interval" not in line for line in sentences)
+
+    summary, metrics = _stability_after([list("abc"), list("abe")], list("abd"), members=3)
+    lists = summary["nogueira"]["lists"]
+    assert lists["selections"] == 3 and lists["lower"] <= lists["phi"] <= lists["upper"]
+    assert {"nogueira_lists", "nogueira_lists_lower", "nogueira_lists_upper", "nogueira_members_lower"} <= set(metrics)
+    assert all("95 % interval" in line for line in report.stability_sentences(summary)[1:])

@@ -14,7 +14,9 @@ that hold feature f,
 k the mean selection size. It is 1 for identical selections, about 0 for
 selections drawn at random, and corrects for chance where the Jaccard index
 does not. Its asymptotic variance (the paper's Theorem 9) gives a confidence
-interval.
+interval from three selections on: with two, each selection's term of the
+variance is the same but for their sizes, so the estimate would be zero (or
+reflect only the sizes) whatever the selections, and there is no interval.
 """
 
 from __future__ import annotations
@@ -50,9 +52,10 @@ class Stability:
     phi : float
         The estimate (``nan`` when every selection is empty or holds every feature).
     variance : float
-        Its estimated variance.
+        Its estimated variance (``nan`` with two selections: it cannot be estimated from two).
     lower, upper : float
-        The bounds of the ``level`` confidence interval, ``phi -/+ z sqrt(variance)``.
+        The bounds of the ``level`` confidence interval, ``phi -/+ z sqrt(variance)``
+        (``nan`` where the variance is).
     level : float
         The interval's confidence, 0.95 by default.
     selections : int
@@ -67,8 +70,13 @@ class Stability:
     selections: int
 
     def as_dict(self) -> dict:
-        return {"phi": self.phi, "lower": self.lower, "upper": self.upper, "level": self.level,
-                "selections": self.selections}
+        """The estimate for JSON: ``None`` for what could not be estimated (``nan``)."""
+        return {"phi": _finite(self.phi), "lower": _finite(self.lower), "upper": _finite(self.upper),
+                "level": self.level, "selections": self.selections}
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
 
 
 def selection_matrix(selections: Sequence[Sequence], universe: Sequence) -> np.ndarray:
@@ -93,7 +101,8 @@ def nogueira(Z: np.ndarray, level: float = 0.95) -> Stability:
     Parameters
     ----------
     Z : array of shape (M, d)
-        Row i marks the features selection i holds (0/1 or boolean); M >= 2.
+        Row i marks the features selection i holds (0/1 or boolean); M >= 2,
+        and M >= 3 for an interval.
     level : float, default=0.95
         The confidence of the interval.
 
@@ -119,6 +128,9 @@ def nogueira(Z: np.ndarray, level: float = 0.95) -> Stability:
     agreement_i = 1.0 - sizes / d - share + (2.0 / d) * (Z @ p)
     expected_i = (1.0 - phi) * (share * sizes / d + (1.0 - share) * (1.0 - sizes / d))
     phi_i = (agreement_i - expected_i) / (2.0 * chance)
+    if M == 2:  # agreement_i is the same for both, so phi_i differ by the sizes alone: no spread to estimate from
+        nan = float("nan")
+        return Stability(float(phi), nan, nan, nan, level, M)
     variance = float(4.0 / M**2 * np.sum((phi_i - phi_i.mean()) ** 2))
     half = float(norm.ppf(0.5 + level / 2.0)) * math.sqrt(variance)
     return Stability(float(phi), variance, float(phi - half), float(phi + half), level, M)

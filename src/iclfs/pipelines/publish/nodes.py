@@ -91,11 +91,12 @@ def compare_with_previous(selected_features: pd.DataFrame, previous_selected_fea
         ``message`` instead on the first run); ``nogueira`` with Nogueira's
         Phi and its 95 % interval between the ``lists`` handed on by this run
         and the last complete runs, and between the ``members``' first k of
-        the list's k (each None with fewer than two); ``history`` (carrying,
+        the list's k (each None with fewer than two; the interval's bounds
+        None with two, see :func:`~iclfs.method.stability.nogueira`); ``history`` (carrying,
         the members combined, why a stored history was set aside).
     stability_metrics : dict
         MLflow metrics: Jaccard and rank correlation (step = k); Nogueira's
-        ``nogueira_lists`` and ``nogueira_members`` with their bounds.
+        ``nogueira_lists`` and ``nogueira_members`` with their bounds where there are bounds.
     """
     summary: dict = {"previous_version": None}
     metrics: dict = {}
@@ -123,8 +124,8 @@ def compare_with_previous(selected_features: pd.DataFrame, previous_selected_fea
     summary["history"] = {"carry": bool(history_start.get("carry")), "members": _members_in(feature_ranking),
                           "note": history_start.get("note")}
     for key, value in (("lists", lists), ("members", members)):
-        if value is not None and np.isfinite(value["phi"]):
-            for part in ("phi", "lower", "upper"):
+        for part in ("phi", "lower", "upper"):
+            if value is not None and value["phi"] is not None and value[part] is not None:
                 suffix = "" if part == "phi" else f"_{part}"
                 metrics[f"nogueira_{key}{suffix}"] = [{"value": float(value[part]), "step": k}]
     return summary, metrics

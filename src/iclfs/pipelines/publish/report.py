@@ -259,8 +259,10 @@ def stability_sentences(selection_stability: Mapping) -> list[str]:
     for key, what in (("lists", "the last {n} lists"), ("members", "the {n} members' first k")):
         value = found.get(key)
         if value and value.get("phi") is not None and value["phi"] == value["phi"]:  # nan: no spread
-            lines.append(f"Nogueira's Phi over {what.format(n=value['selections'])}: {value['phi']:.2f} "
-                         f"(95 % interval {value['lower']:.2f} to {value['upper']:.2f})")
+            interval = (f"95 % interval {value['lower']:.2f} to {value['upper']:.2f}"
+                        if value.get("lower") is not None and value.get("upper") is not None
+                        else "an interval needs 3 or more")
+            lines.append(f"Nogueira's Phi over {what.format(n=value['selections'])}: {value['phi']:.2f} ({interval})")
     return lines
 
 
