@@ -51,3 +51,17 @@ def test_two_runs_in_fresh_processes_train_the_same_member(tmp_path):
     table = pd.read_csv(out.with_suffix(".csv"))
     assert table["identical"].tolist() == [True, True] and table["jaccard"].tolist() == [1.0, 1.0]
     assert "**2 of 2 runs trained the member bit for bit like the first.**" in out.read_text()
+
+
+def test_the_kernel_probe_compares_two_calls_and_the_page_counts_them():
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        assert replay.probe_kernel(1) == "same"  # one thread: the calls agree
+    finally:
+        torch.set_num_threads(before)
+    text = replay.kernel_markdown({1: ["same"] * 3, 2: ["same", "rows 162-324, up to 47 ulps",
+                                                          "rows 162-324, up to 47 ulps"]}, "cmd", 4.0)
+    assert "| 1 | 3 | 0 | - |" in text
+    assert "| 2 | 3 | 2 | rows 162-324, up to 47 ulps (2x) |" in text

@@ -167,8 +167,10 @@ def test_published_masks_consume_the_global_generator():
 @pytest.mark.parametrize("stream", ["vectorized", "published"])
 @pytest.mark.parametrize("schedule", ["fast", "paper"])
 def test_first_epoch_masks_are_the_masks_training_draws(monkeypatch, stream, schedule):
+    from iclfs.method import training
     from iclfs.method.training import Trainer
 
+    monkeypatch.setattr(training, "_WARM", set())  # two threads: a spare network warms up and draws first
     drawn = []
     original = Trainer.draw_views
 
@@ -183,11 +185,11 @@ def test_first_epoch_masks_are_the_masks_training_draws(monkeypatch, stream, sch
     state = torch.random.get_rng_state()
     masks = first_epoch_masks(A, config, view_config, seed=8)
     assert torch.equal(torch.random.get_rng_state(), state)  # the global generator is left as it was
-    train(A, config, view_config, CPU, seed=8)
-    assert len(drawn) == 1
+    train(A, config, view_config, RuntimeConfig(device="cpu", progress=False, num_threads=2), seed=8)
+    assert len(drawn) == 2  # the spare's epoch, then the training's own
     A_t = torch.as_tensor(A)
-    assert torch.equal(drawn[0].heavy, torch.where(masks.heavy, A_t, 0.0))
-    assert torch.equal(drawn[0].negative, A_t.gather(1, masks.negative_order))
+    assert torch.equal(drawn[1].heavy, torch.where(masks.heavy, A_t, 0.0))
+    assert torch.equal(drawn[1].negative, A_t.gather(1, masks.negative_order))
 
 
 def test_published_stream_refuses_the_random_positive_and_unknown_streams():

@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from iclfs.method import training as training_module
 from iclfs.method.config import RuntimeConfig, TrainingConfig, ViewConfig
 from iclfs.method.losses import loss_block_rows
 from iclfs.method.replay import paper_step
@@ -402,3 +403,30 @@ def test_fast_step_leaves_the_papers_batchnorm_statistics():
     assert compared == 6
     momenta = {layer.momentum for layer in m_fast.modules() if isinstance(layer, torch.nn.BatchNorm1d)}
     assert momenta == {0.01}  # restored after the step
+
+
+def test_a_training_on_several_threads_warms_up_once_and_leaves_the_seeded_streams_alone(monkeypatch):
+    d, n = 30, 10
+    A = np.random.default_rng(3).normal(size=(d, n)).astype(np.float32)
+    config, runtime = TrainingConfig(epochs=2), RuntimeConfig(device="cpu", progress=False, num_threads=2)
+    spares = []
+    real_embed = training_module.embed
+    monkeypatch.setattr(training_module, "embed", lambda model, X: spares.append(model) or real_embed(model, X))
+    monkeypatch.setattr(training_module, "_WARM", set())
+    warmed = train(A, config, ViewConfig(), runtime, seed=5)
+    assert len(spares) == 1 and training_module._WARM == {(d, n, config, ViewConfig(), 2)}
+    again = train(A, config, ViewConfig(), runtime, seed=5)  # warm already: no second spare network
+    assert len(spares) == 1
+    monkeypatch.setattr(training_module, "_WARM", set())
+    monkeypatch.setattr(training_module, "warm_up", lambda trainer, threads: None)
+    cold = train(A, config, ViewConfig(), runtime, seed=5)
+    for result in (again, cold):
+        assert [r["loss"] for r in result.history] == [r["loss"] for r in warmed.history]
+        assert all(torch.equal(p, q) for p, q in zip(result.model.parameters(), warmed.model.parameters()))
+
+
+def test_no_warm_up_on_one_thread(monkeypatch):
+    monkeypatch.setattr(training_module, "_WARM", set())
+    trainer = Trainer(np.ones((8, 6), dtype=np.float32), TrainingConfig(epochs=1), ViewConfig(), CPU, seed=1)
+    training_module.warm_up(trainer, 1)
+    assert training_module._WARM == set()
