@@ -108,8 +108,8 @@ def compare(runs: Sequence[Run]) -> pd.DataFrame:
     first = runs[0]
     rows = []
     for i, run in enumerate(runs):
-        same_losses = run.losses.shape == first.losses.shape and np.array_equal(run.losses, first.losses)
         differ = np.flatnonzero(run.losses[:len(first.losses)] != first.losses[:len(run.losses)])
+        same_losses = run.losses.shape == first.losses.shape and not len(differ)
         rows.append({"run": i + 1, "identical": bool(same_losses and np.array_equal(run.scores, first.scores)),
                      "first_epoch": int(differ[0]) + 1 if len(differ) else None,
                      "first_loss": float(run.losses[0]), "jaccard": jaccard(run.selected, first.selected),
