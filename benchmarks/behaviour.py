@@ -4,7 +4,7 @@
     python -m benchmarks.behaviour check  --record benchmarks/results/behaviour.json
 
 For each dataset (lung_small and warpPIE10P by default; 5 epochs, one torch
-thread) it runs, through :func:`iclfs.method.chain.run` and
+thread) it runs, through :func:`iclfs.chain.run` and
 :func:`iclfs.baselines.run`:
 
 ``one_run``
@@ -43,7 +43,7 @@ EPOCHS = 5
 #: The cases' settings, as dotted keys (the names of the version the record was made with).
 CASES = {
     "one_run": {"training.epochs": EPOCHS},
-    "two_members": {"training.epochs": EPOCHS, "consensus.members": 2, "consensus.member_epochs": EPOCHS},
+    "two_members": {"training.epochs": EPOCHS, "members.per_run": 2, "members.epochs": EPOCHS},
     "carried": {"training.epochs": EPOCHS},
 }
 REFRESHES = 3
@@ -72,31 +72,32 @@ def chain_entry(result) -> dict:
     return {
         "lists": {str(k): [int(j) for j in chosen] for k, chosen in sorted(result.selections.items())},
         "k": int(result.k),
-        "scores": digest(result.consensus.scores),
-        "order": digest(result.consensus.order),
+        "scores": digest(result.ranking.scores),
+        "order": digest(result.ranking.order),
         "laplacian": digest(result.laplacian_scores),
-        "members": [{name: digest(values) for name, values in sorted(m.scores.items())} for m in result.members],
+        "members": [{name: digest(values) for name, values in sorted(m.scores.items())}
+                    for m in result.trained.trainings],
     }
 
 
 def record_dataset(table) -> dict:
     """Every case on one table."""
     from iclfs import baselines
-    from iclfs.method import chain
-    from iclfs.method.history import MemberHistory
+    from iclfs import chain
+    from iclfs.method.ranking import MemberHistory
     from iclfs.method.preprocessing import FeatureTable, prepare
 
     out: dict = {}
     for case in ("one_run", "two_members"):
         out[case] = chain_entry(chain.run(table, settings_for(CASES[case])))
     X = np.asarray(table.X, dtype=np.float64)
-    history = MemberHistory()
+    history, lists = MemberHistory(), None
     refreshes = []
     for refresh in range(REFRESHES):
         rows = refresh_rows(X.shape[0], refresh)
         part = FeatureTable(X=X[rows], feature_names=table.feature_names, source=f"{table.source} refresh {refresh}")
-        result = chain.run(part, settings_for(CASES["carried"]), history=history)
-        history = result.history
+        result = chain.run(part, settings_for(CASES["carried"]), history=history, previous=lists)
+        history, lists = result.history, result.lists
         refreshes.append(chain_entry(result))
     out["carried"] = refreshes
     prepared = prepare(table)

@@ -1,7 +1,7 @@
 """The benchmark grid without a Kedro session: datasets x methods x seeds, one result file per cell.
 
     python -m benchmarks.grid run --datasets COIL20 Isolet --seeds 42 43 44
-    python -m benchmarks.grid run --datasets COIL20 --seeds 42 --set consensus.members=6
+    python -m benchmarks.grid run --datasets COIL20 --seeds 42 --set members.per_run=6
     python -m benchmarks.grid run --datasets COIL20 --seeds 42 --baselines-only
     python -m benchmarks.grid report
 
@@ -37,7 +37,7 @@ import pandas as pd
 from iclfs import baselines
 from iclfs.evaluation.benchmark import baseline_selections, cell_key, evaluate_cell, gather, method_name
 from iclfs.io.tables import TableReadError, find_dataset, read_feature_table
-from iclfs.method import chain
+from iclfs import chain
 from iclfs.method.config import ParameterError, Settings, canonical, parse_overrides
 from iclfs.method.members import total_epochs, total_seconds
 
@@ -97,9 +97,9 @@ def run_job(job: Job, cells: str) -> list[str]:
     if job.iclfs:
         method = method_name(settings)
         cell = evaluate_cell(X, codes, result.selections, dataset=job.dataset, method=method, seed=job.seed,
-                             n_runs=n_runs, seconds=total_seconds(result.members),
-                             device=result.members[0].results[0].device,
-                             schedule=settings.training.schedule, epochs=total_epochs(result.members))
+                             n_runs=n_runs, seconds=total_seconds(result.trained.trainings),
+                             device=result.trained.trainings[0].results[0].device,
+                             schedule=settings.training.schedule, epochs=total_epochs(result.trained.trainings))
         written.append(str(write_cell(Path(cells), cell_key(job.dataset, method, job.seed), cell)))
     if job.baselines:
         grid = chain.k_values_for(settings.selection, X.shape[1])

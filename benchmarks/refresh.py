@@ -13,7 +13,7 @@
 **Train** (the expensive part, once). For each deployment (its own seed) and
 refresh r, a fresh random 90 % of the samples is drawn, and the refresh's one
 ICLFS run (the default settings) is trained on it with the seed a carried
-history gives its member number r (:func:`iclfs.method.history.member_seed`).
+history gives its member number r (:func:`iclfs.method.ranking.member_seed`).
 That run is both the method "one run per refresh" and the carried
 consensus's new member, so it is never trained twice. Its scores, samples,
 seed and time go to one file per dataset and deployment, refresh by refresh,
@@ -22,7 +22,7 @@ so a killed run resumes where it stopped.
 **Lists.** At every refresh every method hands on its list at every k of the
 grid, selected from that refresh's table: one run (its own order through
 LGRC on the refresh's Laplacian scores), the carried consensus (every member
-kept, combined by :func:`iclfs.method.history.combine_history`, then LGRC as
+kept, combined by :func:`iclfs.method.ranking.combine_kept`, then LGRC as
 for one run), the Laplacian score, and NDFS given the number of classes and
 seeded by the deployment. Per refresh and method a cell records: the
 Jaccard index and Nogueira's Φ of the k = 50 list against the previous
@@ -105,8 +105,8 @@ alone, and two deployments' Laplacian lists agree far more (0.64 / 0.85 /
 0.64 on the same sets, `refresh.md`). The fourth round's candidates are the
 third round's winner with the rank of the Laplacian scores its gate uses
 (``history.laplacian``: the members' carried mean) fused into the carried
-order with the weight ``history.laplacian_weight`` w, ``(1 - w) r_carried +
-w r_laplacian`` (:func:`iclfs.method.history.carry`), for w in 0, 0.1, 0.25
+order with the weight ``members.laplacian_weight`` w, ``(1 - w) r_carried +
+w r_laplacian`` (:func:`iclfs.method.members.carry`), for w in 0, 0.1, 0.25
 and 0.5 (0: the third round's winner, computed again). They are judged by
 rules 1 and 2 above; the most points wins, a tie goes to the higher mean
 agreement, then to the smaller weight. The winner's weight becomes the
@@ -129,7 +129,7 @@ ORL, 0-1 on Isolet, 23-25 on madelon (``heads`` writes these measures to
 ``results/refresh_heads.md``); the members' first 50 agree 0.35 on
 lung_small, 0.49 on ORL, 0.18 on Isolet, 0.30 on madelon. Reciprocal rank fusion (Cormack, Clarke and Buettcher, SIGIR
 2009; ``history.laplacian_fusion: reciprocal_rank``,
-:func:`iclfs.method.consensus.fuse_laplacian`) puts the heads of both
+:func:`iclfs.method.ranking.fuse_laplacian`) puts the heads of both
 orders first instead. The fifth round's candidates are the fourth round's
 winner (the ``history`` defaults) with ``laplacian_fusion`` and
 ``laplacian_weight`` w in: ``rank_mean`` with w 0 and 0.25 (the
@@ -167,21 +167,22 @@ from iclfs.evaluation.benchmark import slug
 from iclfs.evaluation.protocol import best_k, evaluate_selections
 from iclfs.io.synthetic import make_synthetic
 from iclfs.io.tables import find_dataset, read_feature_table
-from iclfs.method.chain import carried_selections, k_values_for, select
-from iclfs.method.config import (
-    ConsensusConfig,
-    HistoryConfig,
-    RuntimeConfig,
-    SelectionConfig,
-    TrainingConfig,
-    ViewConfig,
+from iclfs.chain import k_values_for
+from iclfs.method.config import MembersConfig, RuntimeConfig, SelectionConfig, TrainingConfig, ViewConfig
+from iclfs.method.lgrc import ADMIT, HOLD, held_selections, select_every_k
+from iclfs.method.ranking import (
+    Member,
+    MemberHistory,
+    carried_laplacian,
+    combine_kept,
+    fuse_laplacian,
+    member_seed,
+    rank,
 )
-from iclfs.method.consensus import fuse_laplacian
-from iclfs.method.history import MemberHistory, carry, combine_history, fusion_label, member_seed
 from iclfs.method.laplacian import laplacian_scores
 from iclfs.method.members import train_members
 from iclfs.method.preprocessing import FeatureTable, PreparedData, invert, prepare
-from iclfs.method.scores import feature_order
+from iclfs.method.scores import feature_order, rank_score
 from iclfs.method.stability import jaccard, nogueira_of
 
 HERE = Path(__file__).resolve().parent
@@ -204,7 +205,7 @@ MEMBERS = "the members' mean rank alone"  # every member so far, no LGRC, hold o
 
 @dataclass(frozen=True)
 class Candidate:
-    """Settings of the carried consensus."""
+    """Settings of the carried consensus: the study's own options (the product keeps the winners)."""
 
     rule: str
     half_life: float
@@ -215,18 +216,56 @@ class Candidate:
     laplacian_weight: float = 0.0
     laplacian_fusion: str = "rank_mean"
 
-    def config(self) -> HistoryConfig:
-        return HistoryConfig(carry=True, rule=self.rule, half_life=self.half_life, max_members=self.max_members,
-                             hold=self.hold, laplacian=self.laplacian, admit=self.admit,
-                             laplacian_weight=self.laplacian_weight, laplacian_fusion=self.laplacian_fusion)
-
     @property
     def name(self) -> str:
         life = "inf" if math.isinf(self.half_life) else f"{self.half_life:g}"
         extra = (f", hold {self.hold:g}" if self.hold > 1 else "") + (
             ", carried Laplacian" if self.laplacian == "carried" else "") + (
-            f", admit {self.admit:g}" if math.isfinite(self.admit) else "") + fusion_label(self.config())
+            f", admit {self.admit:g}" if math.isfinite(self.admit) else "")
+        if self.laplacian_weight:
+            extra += f", Laplacian weight {self.laplacian_weight:g}" + (
+                ", reciprocal rank" if self.laplacian_fusion == "reciprocal_rank" else "")
         return f"carried ({self.rule}, half-life {life}, cap {self.max_members}{extra})"
+
+
+#: The product's carried consensus, as the study's five rounds left it (``members`` section and iclfs.method).
+PRODUCT = Candidate("mean_rank", MembersConfig().half_life, MembersConfig().kept, HOLD, "carried", ADMIT,
+                    MembersConfig().laplacian_weight, "reciprocal_rank")
+#: Each round's defaults, the winners of the rounds before it.
+ROUND_DEFAULTS = {
+    2: Candidate("mean_rank", math.inf, 64),
+    3: Candidate("mean_rank", math.inf, 64, 3.0, "carried"),
+    4: Candidate("mean_rank", math.inf, 64, 3.0, "carried", 2.0),
+    5: Candidate("mean_rank", math.inf, 64, 3.0, "carried", 2.0, 0.25, "rank_mean"),
+}
+
+
+def rank_mean_fusion(scores: np.ndarray, laplacian: np.ndarray, weight: float) -> np.ndarray:
+    """The fusion the fifth round set aside: ``(1 - weight)`` times the rank score of ``scores`` plus ``weight``
+    times that of the Laplacian score (lower is better; a non-finite one ranks last)."""
+    ls = -np.where(np.isfinite(laplacian), laplacian, np.inf)
+    return (1.0 - weight) * rank_score(scores) + weight * rank_score(ls)
+
+
+def carry_candidate(history: MemberHistory, member: Member, names: Sequence[str], candidate: Candidate,
+                    grid: Sequence[int], laplacian: np.ndarray) -> tuple[MemberHistory, np.ndarray, np.ndarray]:
+    """A carrying run's ranking step under ``candidate``: ``history`` with ``member``, the order and the
+    Laplacian scores LGRC gates by. The product's parts where the candidate is the product's
+    (:func:`~iclfs.method.ranking.rank`); the study's own alternatives beside them."""
+    kept = history.add_run([replace(member, laplacian=np.asarray(laplacian, dtype=np.float64))],
+                           candidate.max_members)
+    combined = combine_kept(kept, names, candidate.half_life, grid)
+    scores, order = combined.scores, combined.order
+    if candidate.rule == "frequency":  # the weighted share of first-k* selections, ties by the mean rank
+        scores = combined.frequency[min(grid)]
+        order = np.lexsort((np.arange(len(names)), -combined.scores, -scores))
+    gate = np.asarray(laplacian, dtype=np.float64)
+    if candidate.laplacian == "carried":
+        gate = np.where(np.isfinite(gate), carried_laplacian(kept, names, candidate.half_life), np.inf)
+    if len(kept.members) > 1 and candidate.laplacian_weight > 0:
+        fuse = fuse_laplacian if candidate.laplacian_fusion == "reciprocal_rank" else rank_mean_fusion
+        order = feature_order(fuse(scores, gate, candidate.laplacian_weight))
+    return kept, order, gate
 
 
 CANDIDATES = tuple(Candidate(rule, half_life, cap) for rule in ("mean_rank", "frequency")
@@ -234,22 +273,22 @@ CANDIDATES = tuple(Candidate(rule, half_life, cap) for rule in ("mean_rank", "fr
 
 
 def holding_candidates() -> tuple[Candidate, ...]:
-    """The second round's: the first round's winner (the ``history`` defaults) with every hold and Laplacian."""
-    config = HistoryConfig()
+    """The second round's: the first round's winner with every hold and Laplacian."""
+    config = ROUND_DEFAULTS[2]
     return tuple(Candidate(config.rule, config.half_life, config.max_members, hold, laplacian)
                  for hold in (1.0, 1.5, 2.0, 3.0) for laplacian in ("run", "carried"))
 
 
 def admitting_candidates() -> tuple[Candidate, ...]:
-    """The third round's: the second round's winner (the ``history`` defaults) with every hold and admit."""
-    config = HistoryConfig()
+    """The third round's: the second round's winner with every hold and admit."""
+    config = ROUND_DEFAULTS[3]
     return tuple(Candidate(config.rule, config.half_life, config.max_members, hold, config.laplacian, admit)
                  for hold in (2.0, 3.0) for admit in (2.0, 3.0, math.inf))
 
 
 def weighting_candidates() -> tuple[Candidate, ...]:
-    """The fourth round's: the third round's winner (the ``history`` defaults) with every Laplacian weight."""
-    c = HistoryConfig()
+    """The fourth round's: the third round's winner with every Laplacian weight."""
+    c = ROUND_DEFAULTS[4]
     return tuple(Candidate(c.rule, c.half_life, c.max_members, c.hold, c.laplacian, c.admit, weight)
                  for weight in (0.0, 0.1, 0.25, 0.5))
 
@@ -258,8 +297,8 @@ FOURTH_ROUNDS_FUSION = ("rank_mean", 0.25)  # the defaults the fifth round's rul
 
 
 def fusing_candidates() -> tuple[Candidate, ...]:
-    """The fifth round's: the fourth round's winner (the ``history`` defaults) with each fusion and weight."""
-    c = HistoryConfig()
+    """The fifth round's: the fourth round's winner with each fusion and weight."""
+    c = ROUND_DEFAULTS[5]
     return tuple(Candidate(c.rule, c.half_life, c.max_members, c.hold, c.laplacian, c.admit, weight, fusion)
                  for fusion, weight in (("rank_mean", 0.0), FOURTH_ROUNDS_FUSION, ("reciprocal_rank", 0.25),
                                         ("reciprocal_rank", 0.5)))
@@ -327,7 +366,7 @@ def train_refresh(table: FeatureTable, samples: np.ndarray, seed: int, threads: 
     prepared = prepare(refresh_table(table, samples))
     runtime = RuntimeConfig(progress=False, num_threads=threads)
     (member,) = train_members(invert(prepared.standardized), TrainingConfig(), ViewConfig(), runtime,
-                              ConsensusConfig(), seed)
+                              MembersConfig(), seed)
     return member.scores["z_norm"], member.seconds
 
 
@@ -398,25 +437,28 @@ def refresh_runs(dataset: str, deployment: int, store: Path, data_dirs: Sequence
     """Every refresh of one deployment, with the lists of one run, the candidates, (``baselines``) LS and NDFS,
     and (``members_alone``) the first k of the members' mean rank, :data:`MEMBERS`."""
     histories = {c: MemberHistory() for c in candidates}
+    lists: dict[Candidate, dict[int, list[str]]] = {c: {} for c in candidates}
     pool = MemberHistory()
     out = []
     for r, table, prepared, ls, scores, seed, seconds in trained_refreshes(dataset, deployment, store, data_dirs):
         X, names = prepared.standardized, list(prepared.feature_names)
         grid = k_values_for(SelectionConfig(), X.shape[1])
         started = time.perf_counter()
-        selections = {ONE: select(feature_order(scores), ls, SelectionConfig(), grid)}
+        selections = {ONE: select_every_k(feature_order(scores), ls, SelectionConfig(), grid)}
         overhead = {ONE: time.perf_counter() - started}
+        member = Member(seed, tuple(names), scores, 0.0, str(r))
         for candidate in candidates:
             started = time.perf_counter()
-            config = candidate.config()
-            history, carried = carry(histories[candidate], [(seed, names, scores, 0.0, str(r))], names, config,
-                                     grid, ls)
-            selections[candidate.name], histories[candidate] = carried_selections(
-                history, carried.order, ls, SelectionConfig(), config, grid, names, carried.gate)
+            histories[candidate], order, gate = carry_candidate(histories[candidate], member, names, candidate,
+                                                                grid, ls)
+            chosen = held_selections(order, gate, SelectionConfig(), grid, lists[candidate], names, candidate.hold,
+                                     candidate.admit)
+            lists[candidate] = {k: [names[j] for j in c] for k, c in chosen.items()}
+            selections[candidate.name] = chosen
             overhead[candidate.name] = time.perf_counter() - started
         if members_alone:
-            pool = pool.add_run([(seed, names, scores, 0.0, str(r))], r + 1)  # every member so far
-            order = combine_history(pool, names, math.inf, grid).order
+            pool = pool.add_run([member], r + 1)  # every member so far
+            order = combine_kept(pool, names, math.inf, grid).order
             selections[MEMBERS] = {k: order[:k] for k in grid}
         if baselines:
             selections["LS"] = {k: np.argsort(ls, kind="stable")[:k] for k in grid}
@@ -682,15 +724,13 @@ def study_markdown(table: pd.DataFrame, command: str, study_round: int = 1) -> s
 
 
 def chosen() -> Candidate:
-    """The carried consensus as ``select`` runs it: the ``history`` section's defaults (set by the study)."""
-    config = HistoryConfig()
-    return Candidate(config.rule, config.half_life, config.max_members, config.hold, config.laplacian, config.admit,
-                     config.laplacian_weight, config.laplacian_fusion)
+    """The carried consensus as ``select`` runs it (:data:`PRODUCT`, set by the study)."""
+    return PRODUCT
 
 
 def carried_candidates() -> tuple[Candidate, ...]:
     """The carried consensus as ``select`` runs it and, when it fuses in the Laplacian rank, the same without
-    (``history.laplacian_weight: 0``), so the report shows what the weight changes."""
+    (``members.laplacian_weight: 0``), so the report shows what the weight changes."""
     carried = chosen()
     if carried.laplacian_weight == 0:
         return (carried,)
@@ -725,9 +765,9 @@ def history_cost(n_features: int = 20_000, members: int = 64, repeats: int = 3) 
     names = [f"feature_{j}" for j in range(n_features)]
     history = MemberHistory()
     for i in range(members):
-        history = history.add_run([(i, names, rng.normal(size=n_features), 1.0, "t")], members,
-                                  laplacian=rng.random(n_features))
-    config = HistoryConfig(carry=True, max_members=members)
+        history = history.add_run([Member(i, tuple(names), rng.normal(size=n_features), 1.0, "t",
+                                          laplacian=rng.random(n_features))], members)
+    config = MembersConfig(kept=members)
     grid = k_values_for(SelectionConfig(), n_features)
     timings: dict[str, list[float]] = {"read": [], "combine": [], "store": []}
     with tempfile.TemporaryDirectory() as folder:
@@ -740,10 +780,9 @@ def history_cost(n_features: int = 20_000, members: int = 64, repeats: int = 3) 
             timings["read"].append(time.perf_counter() - started)
             started = time.perf_counter()
             laplacian = rng.random(n_features)
-            grown, combined = carry(stored, [(10_000 + repeat, names, rng.normal(size=n_features), 1.0, "t")],
-                                    names, config, grid, laplacian)
-            _, grown = carried_selections(grown, combined.order, laplacian, SelectionConfig(), config, grid, names,
-                                          combined.gate)
+            new = Member(10_000 + repeat, tuple(names), rng.normal(size=n_features), 1.0)
+            combined, grown = rank([new], names, laplacian, config, grid, stored, fingerprint="t")
+            held_selections(combined.order, combined.gate, SelectionConfig(), grid, {}, names)
             timings["combine"].append(time.perf_counter() - started)
             started = time.perf_counter()
             MemberHistoryDataset(filepath=path, data_source="t", version=Version(None, f"v{repeat + 1}")).save(grown)
@@ -779,12 +818,12 @@ def report_markdown(results: pd.DataFrame, cost: dict[str, float], train_seconds
              "`benchmarks/results/cells/refresh/`. Do not edit by hand.", "",
              f"Every refresh takes a fresh random {KEEP:.0%} of the samples; two deployments (seeds "
              f"{DEPLOYMENTS[0]} and {DEPLOYMENTS[1]}) draw their own. *One run per refresh* is today's `select` "
-             f"(the default settings); *{carried}* is `select` with `history.carry: true` and the history "
+             f"(the default settings); *{carried}* is `select` with `members.carry: true` and the history "
              f"section's defaults, chosen by the study's {len(ROUNDS)} rounds ("
              + ", ".join(f"`{r.out}`" for r in ROUNDS.values()) + "), and its new member at each refresh "
              "is that refresh's one run (never trained twice). LS is the Laplacian score, NDFS is given the "
              "number of classes. Jaccard@50 and Nogueira's Φ compare the first 50 features."
-             + (" The carried consensus without the Laplacian weight (`history.laplacian_weight: 0`) is shown "
+             + (" The carried consensus without the Laplacian weight (`members.laplacian_weight: 0`) is shown "
                 "beside it; the targets judge the defaults." if len(carried_candidates()) > 1 else ""), ""]
     # targets
     steady = {d: summaries[(d, carried)]["steadiness"] for d in reported}
@@ -871,15 +910,19 @@ def heads(dataset: str, store: Path, data_dirs: Sequence[str]) -> dict[str, floa
     """At the last refresh, how far the first :data:`K` of the members' carried order and of the carried Laplacian
     scores overlap (the mean over the deployments), and how far each of :data:`HEADS`'s orders agrees between the
     two deployments (the fifth round's diagnosis, module docstring)."""
-    config = replace(chosen(), laplacian_weight=0.0).config()
+    candidate = replace(chosen(), laplacian_weight=0.0)
     last = {}
     for deployment in DEPLOYMENTS:
         history = MemberHistory()
         for trained in trained_refreshes(dataset, deployment, store, data_dirs):
             names = list(trained.prepared.feature_names)
-            history, combined = carry(history, [(trained.seed, names, trained.scores, 0.0, str(trained.r))], names,
-                                      config, k_values_for(SelectionConfig(), len(names)), trained.laplacian)
-        orders = {label: feature_order(fuse_laplacian(combined.scores, combined.gate, weight, fusion))
+            grid = k_values_for(SelectionConfig(), len(names))
+            member = Member(trained.seed, tuple(names), trained.scores, 0.0, str(trained.r))
+            history, _, gate = carry_candidate(history, member, names, candidate, grid, trained.laplacian)
+        combined = combine_kept(history, names, candidate.half_life, grid)
+        orders = {label: feature_order(combined.scores if weight == 0 else
+                                       (fuse_laplacian if fusion == "reciprocal_rank" else rank_mean_fusion)(
+                                           combined.scores, gate, weight))
                   for label, (fusion, weight) in HEADS.items()}
         last[deployment] = {label: [names[j] for j in order[:K]] for label, order in orders.items()}
     members_, laplacian_ = "the members' order", "the Laplacian's order"

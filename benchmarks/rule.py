@@ -1,7 +1,7 @@
 """The decision rule that picked the default selection among candidates, and its command line.
 
-    python -m benchmarks.rule decide --candidates R=consensus.members=1 W=consensus.members=6
-    python -m benchmarks.rule compare --candidates R=consensus.members=1 F=consensus.feature_blocks=8
+    python -m benchmarks.rule decide --candidates R=members.per_run=1 W=members.per_run=6
+    python -m benchmarks.rule compare --candidates R=members.per_run=1 F=members.feature_blocks=8
 
 ``decide`` scores candidate settings by the rule below from their cells in
 the benchmark's cell store (the validation sets unless ``--datasets`` says

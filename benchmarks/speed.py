@@ -47,7 +47,7 @@ import numpy as np
 import torch
 
 from iclfs.io.tables import read_feature_table
-from iclfs.method import chain
+from iclfs import chain
 from iclfs.method.config import RuntimeConfig, Settings, TrainingConfig, ViewConfig
 from iclfs.method.members import total_epochs, total_seconds
 from iclfs.method.model import FeatureAttention
@@ -250,9 +250,9 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
 
 
 def selection_worker(source: str, device_name: str, overrides: str = "") -> dict:
-    """Wall time of a whole selection (:func:`iclfs.method.chain.run`) on a ``DxN`` random table or a file.
+    """Wall time of a whole selection (:func:`iclfs.chain.run`) on a ``DxN`` random table or a file.
 
-    The default settings, or those changed by ``overrides`` (``consensus.members=1``: one run).
+    The default settings, or those changed by ``overrides`` (``members.per_run=1``: one run).
     """
     settings = Settings().with_overrides(f"runtime.device={device_name},runtime.progress=false")
     settings = settings.with_overrides(overrides)
@@ -261,10 +261,11 @@ def selection_worker(source: str, device_name: str, overrides: str = "") -> dict
     result = chain.run(table, settings)
     seconds = time.perf_counter() - started
     d, n = result.prepared.standardized.shape[1], result.prepared.standardized.shape[0]
+    trainings = result.trained.trainings
     return {"shape": source, "source": source, "overrides": overrides, "d": d, "n": n, "seconds": seconds,
-            "training_seconds": total_seconds(result.members), "members": len(result.members),
-            "epochs": total_epochs(result.members), "device": result.members[0].results[0].device,
-            "threads": result.members[0].results[0].threads, "peak_rss_bytes": peak_rss_bytes()}
+            "training_seconds": total_seconds(trainings), "members": len(trainings),
+            "epochs": total_epochs(trainings), "device": trainings[0].results[0].device,
+            "threads": trainings[0].results[0].threads, "peak_rss_bytes": peak_rss_bytes()}
 
 
 def method_worker(key: str, shape: str, k_values: str, device_name: str) -> dict:
@@ -420,7 +421,7 @@ def render(report: dict, notes: str = "") -> str:
                          f"{_gib(_memory(r))} | {_gib(r['estimated_bytes'])} | {_gib(4 * r['d'] ** 2)} |")
     if report.get("selection"):
         lines += ["", "## The default selection, end to end", "",
-                  "`iclfs.method.chain.run` on a random table of d features x n samples, with the default settings "
+                  "`iclfs.chain.run` on a random table of d features x n samples, with the default settings "
                   "or those shown: training (every network of every member), scoring, the Laplacian score and "
                   "LGRC, in a fresh process.", "",
                   "| d x n | settings | members | epochs in all | wall s | training s | peak GiB | device | threads |",
@@ -436,8 +437,8 @@ def render(report: dict, notes: str = "") -> str:
     if report.get("cost"):
         lines += ["", "## A consensus against one run", "",
                   "On each dataset, back to back in fresh processes: one 100-epoch `fast` run "
-                  "(`consensus.members=1`) and a consensus, each the whole selection "
-                  "(`iclfs.method.chain.run`: training, scoring, the Laplacian score, LGRC at every k).", "",
+                  "(`members.per_run=1`) and a consensus, each the whole selection "
+                  "(`iclfs.chain.run`: training, scoring, the Laplacian score, LGRC at every k).", "",
                   "| dataset | n x d | consensus | one run s | consensus s | consensus / one run | "
                   "epochs (one run / consensus) |",
                   "|---|---|---|---|---|---|---|"]
@@ -514,7 +515,7 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.
     parser.add_argument("--cost-datasets", nargs="*", default=[],
                         help="datasets (in --datasets-dir) on which one 100-epoch run and the consensus are timed "
                              "back to back, each in its own process")
-    parser.add_argument("--consensus", default="consensus.members=6",
+    parser.add_argument("--consensus", default="members.per_run=6",
                         help="the consensus --cost-datasets times (section.key=value,...)")
     parser.add_argument("--methods", nargs="*", default=[],
                         help="methods of iclfs.baselines timed on each --method-sizes table")
@@ -593,7 +594,7 @@ def main(argv: list[str] | None = None) -> None:
         path = str(Path(args.datasets_dir) / f"{name}.mat")
         pair = {"name": name}
         pair["consensus_settings"] = args.consensus
-        for key, overrides in (("one_run", "consensus.members=1"), ("consensus", args.consensus)):
+        for key, overrides in (("one_run", "members.per_run=1"), ("consensus", args.consensus)):
             pair[key] = run_selection_worker(path, args.device, overrides)
             print(json.dumps(pair[key]), flush=True)
         report["cost"].append(pair)

@@ -27,23 +27,22 @@ SHARED_DATASETS = PROJECT_ROOT.parent / "shared" / "datasets"
 FAST_OVERRIDES = {
     "training": {"epochs": 2},
     "runtime": {"progress": False, "num_threads": 1},
-    "consensus": {"members": 1},
+    "members": {"per_run": 1},
     "selection": {"k": 5, "k_values": [5, 10]},
     "evaluation": {"n_runs": 3},
 }
-# A consensus that still takes seconds: three 2-epoch members on half the samples.
-CONSENSUS_OVERRIDES = {"consensus": {"members": 3, "member_epochs": 2, "subsample": 0.5}}
+# Several members that still take seconds: three 2-epoch members on half the samples.
+CONSENSUS_OVERRIDES = {"members": {"per_run": 3, "epochs": 2, "subsample": 0.5}}
 
 
 def config_loader(conf: Path = PROJECT_ROOT / "conf", env: str = "base"):
     """Kedro's config loader as the project's settings build it (the data_source resolver included)."""
-    from kedro.config import OmegaConfigLoader
-
+    from iclfs.pipelines.conf import ProjectConfigLoader
     from iclfs.settings import CONFIG_LOADER_ARGS
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return OmegaConfigLoader(str(conf), **{**CONFIG_LOADER_ARGS, "default_run_env": env})
+        return ProjectConfigLoader(str(conf), **{**CONFIG_LOADER_ARGS, "default_run_env": env})
 
 
 @pytest.fixture(scope="session")

@@ -13,13 +13,13 @@ from kedro.framework.session import KedroSession
 from tests.conftest import PROJECT_ROOT
 
 
-def copy_project(root: Path, tracking_uri: str | None = None, untracked: tuple[str, ...] = ()) -> Path:
+def copy_project(root: Path, tracking_uri: str | None = None) -> Path:
     """Copy conf/ (without local/) and pyproject.toml to ``root``; return its empty ``conf/local``.
 
     ``conf/local/mlflow.yml`` points MLflow at ``tracking_uri``, by default a
     SQLite file in the copy by absolute path: mlflow caches stores by URI, so
     the relative ``sqlite:///mlflow.db`` of conf/base would reach an earlier
-    test's file. ``untracked``: pipelines kedro-mlflow leaves alone.
+    test's file.
     """
     shutil.copytree(PROJECT_ROOT / "conf", root / "conf", ignore=shutil.ignore_patterns("local"))
     shutil.copy(PROJECT_ROOT / "pyproject.toml", root / "pyproject.toml")
@@ -27,8 +27,7 @@ def copy_project(root: Path, tracking_uri: str | None = None, untracked: tuple[s
     local = root / "conf" / "local"
     local.mkdir()
     mlflow_conf = yaml.safe_load((PROJECT_ROOT / "conf" / "base" / "mlflow.yml").read_text())
-    mlflow_conf["server"]["mlflow_tracking_uri"] = tracking_uri or f"sqlite:///{root / 'mlflow.db'}"
-    mlflow_conf["tracking"]["disable_tracking"]["pipelines"] = list(untracked)
+    mlflow_conf["tracking_uri"] = tracking_uri or f"sqlite:///{root / 'mlflow.db'}"
     (local / "mlflow.yml").write_text(yaml.safe_dump(mlflow_conf))
     return local
 
@@ -41,8 +40,7 @@ def run_session(root: Path, session_class: type[KedroSession] = KedroSession, **
             with session_class.create(project_path=root, runtime_params=kwargs.pop("runtime_params", None)) as session:
                 session.run(**kwargs)
         finally:
-            # kedro-mlflow marks its run FINISHED in the store but leaves it on
-            # mlflow's in-process run stack; a second session in the same
-            # process would otherwise attach to it.
+            # a run that failed inside a hook may leave its MLflow run on mlflow's in-process stack; the next
+            # session in this process must not attach to it
             while mlflow.active_run() is not None:
                 mlflow.end_run()

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from iclfs import baselines
+from iclfs import baselines, chain
 from iclfs.io.synthetic import make_synthetic
-from iclfs.method.config import RuntimeConfig
+from iclfs.method.config import RuntimeConfig, SelectionConfig, Settings
 from iclfs.method.preprocessing import FeatureTable, prepare
 from iclfs.selectors import BaselineSelector
 
@@ -42,17 +42,75 @@ def test_each_method_selects_exactly_k_the_registry_s_selection_and_repeats_it(t
     assert fitted.transform(table.X).shape == (40, 5)
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_each_method_s_selection_equals_the_chain_run_with_the_same_settings(table, method):
+    """BaselineSelector is iclfs.chain.run with selection.method, k and n_clusters, and the runtime it is given."""
+    fitted = selector(method, random_state=3).fit(table.X)
+    n_clusters = 2 if baselines.REGISTRY[method].needs_clusters else None
+    settings = Settings(seed=3, runtime=RuntimeConfig(device="cpu", num_threads=1, progress=False),
+                        selection=SelectionConfig(k=5, k_values=(5,), method=method, n_clusters=n_clusters))
+    result = chain.run(FeatureTable(X=table.X), settings, options=QUICK.get(method))
+    np.testing.assert_array_equal(fitted.selected_features_, result.selected)
+    np.testing.assert_array_equal(fitted.scores_, result.ranking.scores)
+    assert fitted.seed_ == result.continuation.seed == 3
+    assert fitted.training_log_ == result.trained.log
+    assert not hasattr(fitted, "training_history_")
+    if baselines.REGISTRY[method].neural:
+        assert fitted.training_log_ and {"epoch", "loss"} <= set(fitted.training_log_[0])
+    else:
+        assert fitted.training_log_ == []
+
+
 @pytest.mark.parametrize("kwargs, message", [
-    ({"method": "iclfs"}, "ICLFS is ICLFSSelector"),
-    ({"method": "ndsf"}, "method must be one of ls, spec, mcfs, ndfs, cae, lscae"),
+    ({"method": "iclfs"}, r"ICLFS is ICLFSSelector\), got 'iclfs'$"),
+    ({"method": "ndsf"}, r"method must be one of ls, spec, mcfs, ndfs, cae, lscae .*got 'ndsf' "
+                         r"\(did you mean 'ndfs'\?\)"),
+    ({"method": "lss"}, r"\(did you mean 'ls'\?\)"),
     ({"method": "mcfs", "n_clusters": None}, "needs the number of clusters"),
+    ({"method": "ndfs", "n_clusters": 1}, r"n_clusters must be an int in 2..40 \(the samples\), got 1"),
+    ({"method": "mcfs", "n_clusters": 41}, r"n_clusters must be an int in 2..40 \(the samples\), got 41"),
+    ({"method": "ndfs", "n_clusters": 2.0}, r"n_clusters must be an int in 2..40"),
     ({"method": "cae", "options": {"epoch": 3}}, "baselines.cae.epoch"),
     ({"method": "ls", "n_features_to_select": 41}, "larger than the number of features"),
-])
+], ids=["iclfs", "did-you-mean-ndfs", "did-you-mean-ls", "no-clusters", "one-cluster", "more-clusters-than-samples",
+        "float-clusters", "unknown-option", "k-too-large"])
 def test_bad_parameters_are_refused_by_name(table, kwargs, message):
     params = {"method": "ls", "n_features_to_select": 5, "n_clusters": 2, **kwargs}
     with pytest.raises(ValueError, match=message):
         BaselineSelector(**params).fit(table.X)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_auto_is_refused_naming_n_features_to_select_and_the_fix(table, method):
+    with pytest.raises(ValueError, match=rf"n_features_to_select='auto' .*BaselineSelector\('{method}'\) needs an "
+                                         rf"int or a fraction: e.g. BaselineSelector\('{method}', 50\)"):
+        BaselineSelector(method, "auto", n_clusters=2).fit(table.X)
+
+
+@pytest.mark.parametrize("method", ["ndfs", "mcfs"])
+def test_a_method_that_needs_clusters_says_the_selector_s_fix(table, method):
+    with pytest.raises(ValueError, match=rf"needs the number of clusters: BaselineSelector\('{method}', "
+                                         r"n_clusters=4\)") as err:
+        BaselineSelector(method, 5).fit(table.X)
+    assert "--params" not in str(err.value) and "selection.n_clusters" not in str(err.value)
+
+
+@pytest.mark.parametrize("method", ["ls", "spec"])
+def test_methods_without_clusters_ignore_n_clusters(table, method):
+    """scikit-learn's checks set n_clusters=1 on any estimator that has it: the methods that do not use it
+    select as without it."""
+    with_one = BaselineSelector(method, 5, n_clusters=1).fit(table.X)
+    without = BaselineSelector(method, 5).fit(table.X)
+    np.testing.assert_array_equal(with_one.selected_features_, without.selected_features_)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("shape, message", [((1, 10), r"1 sample\(s\)"), ((10, 1), r"1 feature\(s\)")],
+                         ids=["1-sample", "1-feature"])
+def test_too_small_data_is_refused_before_the_parameters(method, shape, message):
+    """The data's shape is said first, whatever n_clusters is (scikit-learn's fit2d checks set it to 1)."""
+    with pytest.raises(ValueError, match=message):
+        BaselineSelector(method, 1, n_clusters=1).fit(np.random.default_rng(0).random(shape))
 
 
 def expected_failures(estimator: BaselineSelector) -> dict[str, str]:

@@ -16,6 +16,7 @@ LAYERS = {
     "baselines": 1,
     "io": 1,
     "selectors": 2,
+    "chain": 2,
     "evaluation": 2,
     "pipelines": 3,
     "settings": 3,

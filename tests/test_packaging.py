@@ -42,12 +42,12 @@ def test_packaged_project_runs_select_on_the_default_data(tmp_path):
     for _ in range(2):  # two scheduled runs that carry their members
         done = subprocess.run(
             [sys.executable, "-m", "iclfs", f"--conf-source={conf_archive}", "--pipeline", "select",
-             "--params", "training.epochs=2,history.carry=true"],
+             "--params", "training.epochs=2,members.carry=true"],
             cwd=workdir, env={**env, "PYTHONPATH": str(site)}, capture_output=True, text=True,
         )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     output = workdir / "data" / "07_model_output" / "synthetic"
-    assert len(list((output / "selected_feature_list.csv").glob("*/*.csv"))) == 2
+    assert len(list((output / "feature_list.csv").glob("*/*.csv"))) == 2
     from iclfs.io.datasets import MemberHistoryView
 
     history = MemberHistoryView(filepath=str(output / "member_history.npz"), data_source="synthetic").load()

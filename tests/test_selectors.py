@@ -9,42 +9,36 @@ import torch
 from sklearn.base import clone
 from sklearn.cluster import KMeans
 from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import make_pipeline
+from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from iclfs.selectors import EXPECTED_FAILED_CHECKS, ICLFSSelector
+from iclfs import chain
 from iclfs.io.synthetic import make_synthetic
-from iclfs.method import chain
 from iclfs.method.config import (
-    ConsensusConfig,
-    HistoryConfig,
+    SECTIONS,
+    LaplacianConfig,
+    MembersConfig,
+    ParameterError,
+    RankingConfig,
     RuntimeConfig,
     SelectionConfig,
     Settings,
     TrainingConfig,
     ViewConfig,
 )
-from iclfs.method.consensus import fuse_laplacian
-from iclfs.method.history import (
-    MemberHistory,
-    admitted_k,
-    carried_laplacian,
-    combine_history,
-    gate_laplacian,
-    hold,
-    member_seed,
-)
 from iclfs.method.laplacian import laplacian_scores
 from iclfs.method.lgrc import lgrc_select
 from iclfs.method.preprocessing import FeatureTable, invert, prepare
+from iclfs.method.ranking import MemberHistory, carried_laplacian, combine_kept, fuse_laplacian, member_seed
 from iclfs.method.scores import embed, feature_order, feature_scores, rank_positions
 from iclfs.method.training import train
+from iclfs.selectors import EXPECTED_FAILED_CHECKS, ICLFSSelector
 
 K = 5
 # members is passed explicitly: the default consensus is not decided yet.
 FAST = {"epochs": 2, "members": 1, "device": "cpu"}
-CONSENSUS = {"members": 3, "member_epochs": 1, "subsample": 0.5, "device": "cpu"}
+CONSENSUS = {"members": 3, "epochs": 1, "settings": {"members": {"subsample": 0.5}}, "device": "cpu"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -115,13 +109,13 @@ def test_fit_transform_shapes_and_attributes(fitted, table):
     assert fitted.selection_frequency_.shape == (d,)
     assert fitted.selected_features_.shape == (K,)
     assert fitted.k_reason_ == f"selection.k = {K}"
-    assert len(fitted.training_history_) == 2
-    assert {"member", "epoch", "loss"} <= set(fitted.training_history_[0])
-    assert {row["member"] for row in fitted.training_history_} == {0}
+    assert len(fitted.training_log_) == 2
+    assert {"member", "block", "epoch", "loss"} <= set(fitted.training_log_[0])
+    assert {row["member"] for row in fitted.training_log_} == {0}
     assert len(fitted.models_) == 1 and next(fitted.models_[0].parameters()).device.type == "cpu"
     assert not fitted.models_[0].training  # eval mode
     assert not hasattr(fitted, "feature_names_in_")
-    for gone in ("feature_scores_", "all_feature_scores_", "model_"):
+    for gone in ("feature_scores_", "all_feature_scores_", "model_", "training_history_", "history_"):
         assert not hasattr(fitted, gone)
     # fit_transform equals fit + transform; the selected columns, best first in selected_features_.
     np.testing.assert_array_equal(
@@ -202,12 +196,13 @@ def test_same_random_state_same_selection(table):
     assert a.seed_ == b.seed_ == 7
 
 
-@pytest.mark.parametrize("settings", [{}, {"ranking_score": "harmonic", "alpha": 2.0, "quantile": 0.5}],
-                         ids=["defaults", "harmonic"])
-def test_selection_equals_core_chain(table, settings):
-    selector = ICLFSSelector(K, random_state=11, **FAST, **settings).fit(table.X)
-    core = {"score": settings.get("ranking_score", "z_norm"),
-            **{k: v for k, v in settings.items() if k != "ranking_score"}}
+@pytest.mark.parametrize("settings, core", [
+    (None, {}),
+    ({"ranking": {"score": "harmonic"}, "selection": {"alpha": 2.0, "quantile": 0.5}},
+     {"score": "harmonic", "alpha": 2.0, "quantile": 0.5}),
+], ids=["defaults", "harmonic"])
+def test_selection_equals_core_chain(table, settings, core):
+    selector = ICLFSSelector(K, random_state=11, **FAST, settings=settings).fit(table.X)
     scores, order, ls, selected = core_chain(table.X, K, seed=11, **core)
     np.testing.assert_allclose(selector.scores_, scores)
     np.testing.assert_array_equal(selector.feature_order_, order)
@@ -218,16 +213,16 @@ def test_selection_equals_core_chain(table, settings):
 
 def test_consensus_equals_the_chain_run(table, consensus):
     settings = Settings(
-        seed=5, training=TrainingConfig(epochs=2), runtime=RuntimeConfig(device="cpu", progress=False),
-        consensus=ConsensusConfig(members=3, member_epochs=1, subsample=0.5),
+        seed=5, runtime=RuntimeConfig(device="cpu", progress=False),
+        members=MembersConfig(per_run=3, epochs=1, subsample=0.5, carry=False),
         selection=SelectionConfig(k=K, k_values=(K,)))
     result = chain.run(FeatureTable(X=table.X), settings)
-    np.testing.assert_allclose(consensus.scores_, result.consensus.scores)
-    np.testing.assert_array_equal(consensus.feature_order_, result.consensus.order)
+    np.testing.assert_allclose(consensus.scores_, result.ranking.scores)
+    np.testing.assert_array_equal(consensus.feature_order_, result.ranking.order)
     np.testing.assert_array_equal(consensus.selected_features_, result.selected)
     np.testing.assert_array_equal(consensus.laplacian_scores_, result.laplacian_scores)
-    np.testing.assert_array_equal(consensus.selection_frequency_, result.consensus.frequency[K])
-    for row, order in zip(consensus.member_ranks_, result.consensus.member_orders, strict=True):
+    np.testing.assert_array_equal(consensus.selection_frequency_, result.ranking.frequency[K])
+    for row, order in zip(consensus.member_ranks_, result.ranking.member_orders, strict=True):
         np.testing.assert_array_equal(row, rank_positions(order))
     assert consensus.k_reason_ == result.k_reason
 
@@ -240,7 +235,7 @@ def test_a_consensus_has_one_rank_row_per_member_and_its_members_differ(table, c
     # different seeds and samples: different rankings
     assert len({tuple(row) for row in consensus.member_ranks_}) == 3
     assert len(consensus.models_) == 3
-    assert [row["member"] for row in consensus.training_history_] == [0, 1, 2]  # 1 epoch each
+    assert [row["member"] for row in consensus.training_log_] == [0, 1, 2]  # 1 epoch each
     # every member contributes its top k to the frequencies
     assert consensus.selection_frequency_.sum() == pytest.approx(K)
     assert set(np.round(3 * consensus.selection_frequency_).astype(int)) <= {0, 1, 2, 3}
@@ -248,22 +243,22 @@ def test_a_consensus_has_one_rank_row_per_member_and_its_members_differ(table, c
 
 
 def test_feature_blocks_train_one_network_per_block_and_equal_the_chain_run(table):
-    selector = ICLFSSelector(K, members=2, member_epochs=1, subsample=1.0, device="cpu",
-                             consensus_options={"feature_blocks": 2}).fit(table.X)
+    selector = ICLFSSelector(K, members=2, epochs=1, device="cpu",
+                             settings={"members": {"subsample": 1.0, "feature_blocks": 2}}).fit(table.X)
     assert len(selector.models_) == 4  # 2 members x 2 blocks
-    assert [(row["member"], row["block"]) for row in selector.training_history_] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    assert [(row["member"], row["block"]) for row in selector.training_log_] == [(0, 0), (0, 1), (1, 0), (1, 1)]
     assert selector.member_ranks_.shape == (2, table.X.shape[1])
     settings = Settings(seed=42, runtime=RuntimeConfig(device="cpu", progress=False),
-                        consensus=ConsensusConfig(members=2, member_epochs=1, subsample=1.0, feature_blocks=2),
+                        members=MembersConfig(per_run=2, epochs=1, subsample=1.0, feature_blocks=2, carry=False),
                         selection=SelectionConfig(k=K, k_values=(K,)))
     result = chain.run(FeatureTable(X=table.X), settings)
     np.testing.assert_array_equal(selector.selected_features_, result.selected)
     with pytest.raises(ValueError, match="feature_blocks"):
-        ICLFSSelector(K, **FAST, consensus_options={"feature_blocks": table.X.shape[1]}).fit(table.X)
+        ICLFSSelector(K, **FAST, settings={"members": {"feature_blocks": table.X.shape[1]}}).fit(table.X)
 
 
 def test_auto_chooses_k_from_the_members_agreement(table):
-    selector = ICLFSSelector("auto", members=3, member_epochs=1, subsample=0.5, device="cpu").fit(table.X)
+    selector = ICLFSSelector("auto", **CONSENSUS).fit(table.X)
     grid = ICLFSSelector._auto_grid(table.X.shape[1])
     assert selector.n_features_to_select_ in grid
     assert selector.k_reason_ and "k = " in selector.k_reason_
@@ -275,7 +270,7 @@ def test_fit_leaves_torch_global_state_alone(table):
     torch.manual_seed(123)
     expected = torch.rand(3)
     torch.manual_seed(123)
-    ICLFSSelector(K, runtime_options={"num_threads": 2}, **FAST).fit(table.X)
+    ICLFSSelector(K, settings={"runtime": {"num_threads": 2}}, **FAST).fit(table.X)
     np.testing.assert_array_equal(torch.rand(3), expected)
     assert torch.get_num_threads() == 1
 
@@ -340,40 +335,140 @@ def test_non_numeric_column_is_named(frame):
     [
         ({"n_features_to_select": 0}, None, "n_features_to_select must be >= 1"),
         ({"n_features_to_select": 1.5}, None, r"must be\s+in \(0, 1\]"),
-        ({"n_features_to_select": K, "ranking_score": "norm"}, None, "ranking_score must be one of"),
-        ({"n_features_to_select": K, "alpha": 0.5}, None, "alpha must be a number >= 1"),
-        ({"n_features_to_select": K, "training_options": {"lr": 1}}, None,
-         r"unknown parameter\(s\) training_options.lr"),
-        ({"n_features_to_select": K, "training_options": {"num_threads": 1}}, None,
-         r"unknown parameter\(s\) training_options.num_threads"),
-        ({"n_features_to_select": K, "training_options": {"epochs": 5}}, None,
-         r"training_options must not set epochs: use the ICLFSSelector parameter"),
-        ({"n_features_to_select": K, "runtime_options": {"device": "cpu"}}, None,
-         r"runtime_options must not set device: use the ICLFSSelector parameter"),
-        ({"n_features_to_select": K, "consensus_options": {"members": 2}}, None,
-         r"consensus_options must not set members: use the ICLFSSelector parameter"),
-        ({"n_features_to_select": "auto"}, None, r"selection.k 'auto' .*needs consensus.members 2 or more"),
+        ({"n_features_to_select": K, "settings": {"ranking": {"score": "norm"}}}, None,
+         r"ranking.score = 'norm' is invalid: expected one of z_norm"),
+        ({"n_features_to_select": K, "settings": {"selection": {"alpha": 0.5}}}, None,
+         r"selection.alpha = 0.5 is invalid: expected a finite number >= 1"),
+        ({"n_features_to_select": K, "settings": {"training": {"lr": 1}}}, None,
+         r"unknown parameter\(s\) settings\['training'\].lr; known keys of settings\['training'\]: .*learning_rate"),
+        ({"n_features_to_select": K, "settings": {"training": {"num_threads": 1}}}, None,
+         r"unknown parameter\(s\) settings\['training'\].num_threads"),
+        ({"n_features_to_select": K, "settings": {"members": {"half_life": float("nan")}}}, None,
+         r"members.half_life = nan is invalid"),
+        ({"n_features_to_select": K, "members": 0}, None, r"members.per_run = 0 is invalid"),
+        ({"n_features_to_select": K, "members": 2.5}, None, r"members must be an int >= 1, got 2.5"),
+        ({"n_features_to_select": K, "epochs": "5"}, None, r"epochs must be an int >= 1 or None, got '5'"),
+        ({"n_features_to_select": "auto"}, None, r"selection.k 'auto' .*needs members.per_run 2 or more"),
         ({"n_features_to_select": 1}, np.ones((3, 5)), r"3 sample\(s\).*at least 4"),
         ({"n_features_to_select": 1}, np.ones((10, 1)), r"1 feature\(s\).*at least 2"),
-        ({"n_features_to_select": 1, "n_neighbors": 6}, np.random.default_rng(0).random((6, 4)),
-         "n_neighbors=6 needs more samples"),
+        ({"n_features_to_select": 1, "settings": {"laplacian": {"n_neighbors": 6}}},
+         np.random.default_rng(0).random((6, 4)), r"n_neighbors=6 needs more samples.*settings=\{'laplacian'"),
     ],
-    ids=["k0", "fraction>1", "score", "alpha", "unknown-option", "threads-moved-to-runtime", "duplicate-option",
-         "duplicate-runtime-option", "duplicate-consensus-option", "auto-one-member", "3-samples", "1-feature",
-         "n_neighbors"],
+    ids=["k0", "fraction>1", "score", "alpha", "unknown-key", "threads-are-runtime", "half-life-nan", "members0",
+         "members-float", "epochs-str", "auto-one-member", "3-samples", "1-feature", "n_neighbors"],
 )
 def test_bad_parameters_and_shapes_are_refused(table, params, X, message):
     with pytest.raises(ValueError, match=message):
         ICLFSSelector(**{**FAST, **params}).fit(table.X if X is None else X)
 
 
+# -- settings: every other setting, by section ------------------------------------
+
+
+def test_at_most_eight_parameters_and_twelve_params():
+    params = ICLFSSelector().get_params()
+    assert len(params) <= 12
+    assert set(params) == {"n_features_to_select", "members", "epochs", "use_lgrc", "random_state", "device",
+                           "progress", "settings"}
+
+
+@pytest.mark.parametrize("old", ["member_epochs", "subsample", "schedule", "ranking_score", "alpha", "quantile",
+                                 "n_neighbors", "half_life", "max_members", "history_rule", "hold", "admit",
+                                 "history_laplacian", "history_laplacian_weight", "history_laplacian_fusion",
+                                 "training_options", "view_options", "consensus_options", "runtime_options"])
+def test_old_parameters_are_gone(old):
+    with pytest.raises(TypeError, match=old):
+        ICLFSSelector(K, **{old: 1})
+
+
+@pytest.mark.parametrize("section, guess",
+                         [("trainig", "training"), ("member", "members"), ("selections", "selection")])
+def test_an_unknown_section_is_refused_with_a_did_you_mean_and_the_sections(table, section, guess):
+    with pytest.raises(ValueError, match=rf"settings has no section '{section}' \(did you mean '{guess}'\?\)") as err:
+        ICLFSSelector(K, **FAST, settings={section: {}}).fit(table.X)
+    assert all(name in str(err.value) for name in SECTIONS)
+
+
+def test_an_old_section_is_refused_naming_the_sections(table):
+    with pytest.raises(ValueError, match="settings has no section 'consensus'; the sections are training, runtime"):
+        ICLFSSelector(K, **FAST, settings={"consensus": {"members": 3}}).fit(table.X)
+
+
+@pytest.mark.parametrize("params, settings, message", [
+    ({}, {"members": {"per_run": 3}},
+     r"settings\['members'\] must not set per_run: use ICLFSSelector\(members=\.\.\.\)"),
+    ({}, {"selection": {"k": 5}},
+     r"settings\['selection'\] must not set k: use ICLFSSelector\(n_features_to_select=\.\.\.\)"),
+    ({}, {"selection": {"k_values": [5, 10]}}, r"must not set k_values: use ICLFSSelector\(n_features_to_select="),
+    ({}, {"selection": {"use_lgrc": False}}, r"must not set use_lgrc: use ICLFSSelector\(use_lgrc=\.\.\.\)"),
+    ({}, {"training": {"epochs": 5}}, r"settings\['training'\] must not set epochs: use ICLFSSelector\(epochs="),
+    ({"members": 2}, {"members": {"epochs": 5}}, r"must not set epochs: use ICLFSSelector\(epochs=\.\.\.\)"),
+    ({}, {"runtime": {"device": "cpu"}}, r"settings\['runtime'\] must not set device: use ICLFSSelector\(device="),
+    ({}, {"runtime": {"progress": True}}, r"must not set progress: use ICLFSSelector\(progress=\.\.\.\)"),
+    ({}, {"members": {"carry": True}}, r"must not set carry: use fit .* or partial_fit"),
+], ids=["per_run", "k", "k_values", "use_lgrc", "training-epochs", "members-epochs", "device", "progress", "carry"])
+def test_a_key_the_class_sets_is_refused_naming_the_parameter_to_use(table, params, settings, message):
+    with pytest.raises(ParameterError, match=message):
+        ICLFSSelector(K, **{**FAST, **params}, settings=settings).fit(table.X)
+
+
+@pytest.mark.parametrize("settings, error", [([("training", {})], "settings must be a dict of sections"),
+                                             ({"training": 3}, r"settings\['training'\] must be a dict")])
+def test_settings_that_are_not_dicts_are_refused(table, settings, error):
+    with pytest.raises(TypeError, match=error):
+        ICLFSSelector(K, **FAST, settings=settings).fit(table.X)
+
+
+def test_epochs_is_training_epochs_for_one_member_and_members_epochs_for_several(table):
+    one = ICLFSSelector(K, members=1, epochs=3, device="cpu")
+    several = ICLFSSelector(K, members=2, epochs=3, device="cpu")
+    assert one._settings(40, 1).training.epochs == 3 and one._settings(40, 1).members.epochs == 25
+    assert several._settings(40, 1).members.epochs == 3 and several._settings(40, 1).training.epochs == 100
+    # None keeps the defaults, and the settings the class leaves alone pass through
+    given = {"training": {"learning_rate": 5e-3}, "members": {"half_life": 8, "kept": 4}, "views": {"heavy_keep": 0.5},
+             "runtime": {"num_threads": 1}, "laplacian": {"n_neighbors": 5}, "ranking": {"score": "h_norm"},
+             "selection": {"alpha": 2.0, "quantile": 0.5}}
+    built = ICLFSSelector(K, settings=given)._settings(40, 9)
+    assert built.training.epochs == 100 and built.members.epochs == 25 and built.seed == 9
+    assert (built.training.learning_rate, built.members.half_life, built.members.kept, built.views.heavy_keep,
+            built.runtime.num_threads, built.laplacian.n_neighbors, built.ranking.score, built.selection.alpha,
+            built.selection.quantile) == (5e-3, 8, 4, 0.5, 1, 5, "h_norm", 2.0, 0.5)
+    assert (built.selection.k, built.selection.k_values, built.members.per_run, built.members.carry) == (
+        K, (K,), 1, False)
+    assert ICLFSSelector(K, settings=given).get_params()["settings"] is given  # kept as given (clone-safe)
+
+
+def test_fit_with_settings_equals_the_chain_run_with_the_same_settings(table):
+    given = {"training": {"learning_rate": 5e-3}, "laplacian": {"n_neighbors": 5}, "ranking": {"score": "h_norm"},
+             "selection": {"alpha": 2.0, "quantile": 0.5}, "runtime": {"num_threads": 1}}
+    selector = ICLFSSelector(K, random_state=11, **FAST, settings=given).fit(table.X)
+    settings = Settings(seed=11, training=TrainingConfig(epochs=2, learning_rate=5e-3),
+                        runtime=RuntimeConfig(device="cpu", progress=False, num_threads=1),
+                        ranking=RankingConfig(score="h_norm"), laplacian=LaplacianConfig(n_neighbors=5),
+                        selection=SelectionConfig(k=K, k_values=(K,), alpha=2.0, quantile=0.5),
+                        members=MembersConfig(per_run=1, carry=False))
+    result = chain.run(FeatureTable(X=table.X), settings)
+    np.testing.assert_array_equal(selector.scores_, result.ranking.scores)
+    np.testing.assert_array_equal(selector.feature_order_, result.ranking.order)
+    np.testing.assert_array_equal(selector.laplacian_scores_, result.laplacian_scores)
+    np.testing.assert_array_equal(selector.selected_features_, result.selected)
+    assert selector.n_features_to_select_ == result.k and selector.k_reason_ == result.k_reason
+    assert selector.seed_ == result.continuation.seed == 11
+
+
 # -- carrying members: partial_fit ----------------------------------------------
+
+
+def carried_rows(calls: int) -> list[np.ndarray]:
+    """Each call's samples: 36 of the 40, drawn afresh."""
+    return [np.sort(np.random.default_rng(r).choice(40, size=36, replace=False)) for r in range(calls)]
 
 
 def test_partial_fit_starts_as_fit_and_carries_each_calls_member(table):
     X = np.asarray(table.X)
-    rows = [np.sort(np.random.default_rng(r).choice(40, size=36, replace=False)) for r in range(3)]
-    carried = ICLFSSelector(K, random_state=7, half_life=2.0, history_laplacian_weight=0.0, **FAST)
+    rows = carried_rows(3)
+    carried = ICLFSSelector(K, random_state=7, settings={"members": {"half_life": 2.0, "laplacian_weight": 0.0}},
+                            **FAST)
     carried.partial_fit(X[rows[0]])
     alone = ICLFSSelector(K, random_state=7, **FAST).fit(X[rows[0]])
     np.testing.assert_array_equal(carried.selected_features_, alone.selected_features_)  # the first call is fit
@@ -385,63 +480,60 @@ def test_partial_fit_starts_as_fit_and_carries_each_calls_member(table):
     assert carried.seed_ == member_seed(7, 2)
     assert [m.seed for m in carried.history_.members] == [7, member_seed(7, 1), member_seed(7, 2)]
     assert carried.member_ranks_.shape == (3, X.shape[1])
+    assert len(carried.training_log_) == 2  # this call's network only
     # the combined order is the history's, through the same core the pipelines use
     history = MemberHistory()
     for r in range(3):
-        history = history.add_run([(m.seed, m.feature_names, m.scores, 0.0, m.fingerprint)
-                                   for m in carried.history_.members if m.run == r], 64)
-    combined = combine_history(history, list(history.members[0].feature_names), 2.0, [K])
+        history = history.add_run([m for m in carried.history_.members if m.run == r], 64)
+    combined = combine_kept(history, list(history.members[0].feature_names), 2.0, [K])
     np.testing.assert_array_equal(carried.feature_order_, combined.order)
     np.testing.assert_allclose(carried.selection_frequency_, combined.frequency[K])
     assert np.all((carried.selection_frequency_ >= 0) & (carried.selection_frequency_ <= 1))
 
 
-@pytest.mark.parametrize("admit", [float("inf"), 2.0])
-def test_partial_fit_with_a_hold_keeps_the_last_selection_while_it_stays_near_the_top(table, admit):
+@pytest.mark.parametrize("settings", [None, {"members": {"half_life": 2.0, "kept": 2}},
+                                      {"selection": {"alpha": 2.0}, "laplacian": {"n_neighbors": 5}}],
+                         ids=["defaults", "half-life-kept", "selection"])
+def test_partial_fit_equals_the_chain_run_with_history_and_previous(table, settings):
+    """Each call is chain.run on the history so far, its lists held to the last call's (``previous``)."""
     X = np.asarray(table.X)
-    rows = [np.sort(np.random.default_rng(r).choice(40, size=36, replace=False)) for r in range(2)]
-    held = ICLFSSelector(K, random_state=7, hold=3.0, admit=admit, history_laplacian="carried", **FAST)
-    free = ICLFSSelector(K, random_state=7, **FAST)
-    for r in range(2):
-        held.partial_fit(X[rows[r]])
-        free.partial_fit(X[rows[r]])
-        if r == 0:
-            last = set(held.selected_features_.tolist())
-            np.testing.assert_array_equal(held.selected_features_, free.selected_features_)  # nothing to hold to
-    names = list(held.history_.members[0].feature_names)
-    assert held.history_.lists == {K: tuple(names[j] for j in held.selected_features_)}
-    # the second call's wider selection (3 x K, gated by the carried Laplacian scores): the last selection's
-    # features in it stay, the rest of the places go to its best others
-    laplacian = carried_laplacian(held.history_, names, float("inf"))
-    wider = chain.select(held.feature_order_, laplacian, SelectionConfig(), [3 * K])[3 * K]
-    expected = hold([names[j] for j in last], wider, names, K, admit)
-    np.testing.assert_array_equal(held.selected_features_, expected)
-    if admit == float("inf"):
-        assert last & set(wider.tolist()) <= set(held.selected_features_.tolist())
-    else:  # the first ceil(K / admit) of the wider selection are in, whatever the last selection
-        assert set(wider[:admitted_k(admit, K)].tolist()) <= set(held.selected_features_.tolist())
+    selector = ICLFSSelector(K, random_state=7, **FAST, settings=settings)
+    given = settings or {}
+    config = Settings(seed=7, training=TrainingConfig(epochs=2), runtime=RuntimeConfig(device="cpu", progress=False),
+                      members=MembersConfig(per_run=1, carry=True, **given.get("members", {})),
+                      laplacian=LaplacianConfig(**given.get("laplacian", {})),
+                      selection=SelectionConfig(k=K, k_values=(K,), **given.get("selection", {})))
+    history, previous = MemberHistory(), None
+    for r, rows in enumerate(carried_rows(3)):
+        selector.partial_fit(X[rows])
+        result = chain.run(FeatureTable(X=X[rows]), config, history=history, previous=previous)
+        assert result.continuation.holds == (r > 0)
+        np.testing.assert_array_equal(selector.scores_, result.ranking.scores)
+        np.testing.assert_array_equal(selector.feature_order_, result.ranking.order)
+        np.testing.assert_array_equal(selector.selected_features_, result.selected)
+        np.testing.assert_array_equal(selector.laplacian_scores_, result.laplacian_scores)
+        np.testing.assert_array_equal(selector.selection_frequency_, result.ranking.frequency[K])
+        assert selector.seed_ == result.continuation.seed
+        assert [m.seed for m in selector.history_.members] == [m.seed for m in result.history.members]
+        assert selector.n_members_ == len(result.history.members) == min(r + 1, config.members.kept)
+        assert selector._lists == result.lists
+        history, previous = result.history, result.lists
 
 
 def test_partial_fit_fuses_the_laplacian_rank_into_the_carried_order_with_its_weight(table):
     X = np.asarray(table.X)
-    rows = [np.sort(np.random.default_rng(r).choice(40, size=36, replace=False)) for r in range(2)]
-    fits = {}
-    for fusion in ("rank_mean", "reciprocal_rank"):
-        fits[fusion] = ICLFSSelector(K, random_state=7, history_laplacian_weight=0.5,
-                                     history_laplacian_fusion=fusion, **FAST)
-        for r in range(2):
-            fits[fusion].partial_fit(X[rows[r]])
-    history = fits["rank_mean"].history_
+    selector = ICLFSSelector(K, random_state=7, settings={"members": {"laplacian_weight": 0.5}}, **FAST)
+    for rows in carried_rows(2):
+        selector.partial_fit(X[rows])
+    history = selector.history_
     names = list(history.members[0].feature_names)
-    config = HistoryConfig(carry=True, laplacian_weight=0.5)
-    members = combine_history(history, names, config.half_life, [K])
-    gate = gate_laplacian(history, fits["rank_mean"].laplacian_scores_, names, config)
-    for fusion, selector in fits.items():
-        np.testing.assert_allclose(selector.scores_, fuse_laplacian(members.scores, gate, 0.5, fusion))
-        np.testing.assert_array_equal(selector.feature_order_, feature_order(selector.scores_))
-    assert ICLFSSelector(K).history_laplacian_fusion == HistoryConfig().laplacian_fusion
+    members = combine_kept(history, names, MembersConfig().half_life, [K])
+    gate = carried_laplacian(history, names, MembersConfig().half_life)
+    np.testing.assert_allclose(selector.scores_, fuse_laplacian(members.scores, gate, 0.5))
+    np.testing.assert_array_equal(selector.feature_order_, feature_order(selector.scores_))
 
 
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names")
 def test_partial_fit_needs_the_same_features_and_fit_starts_afresh(table, frame):
     selector = ICLFSSelector(K, **FAST).partial_fit(frame)
     with pytest.raises(ValueError, match="feature names"):
@@ -449,10 +541,39 @@ def test_partial_fit_needs_the_same_features_and_fit_starts_afresh(table, frame)
     with pytest.raises(ValueError, match="features"):
         selector.partial_fit(np.asarray(table.X)[:, :-1])
     selector.fit(frame)
-    assert not hasattr(selector, "history_") and not hasattr(selector, "n_members_")
+    for gone in ("history_", "n_members_", "history_seed_", "_lists"):
+        assert not hasattr(selector, gone)
 
 
-# -- scikit-learn's estimator checks -------------------------------------------
+# -- scikit-learn ------------------------------------------------------------------
+
+
+def test_both_selectors_import_from_the_package():
+    from iclfs import BaselineSelector, ICLFSSelector as Imported
+    from iclfs import selectors
+
+    assert Imported is ICLFSSelector is selectors.ICLFSSelector
+    assert BaselineSelector is selectors.BaselineSelector
+
+
+def test_in_a_pipeline_on_tiny_data_with_one_thread():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 8))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    pipe = Pipeline([("scale", StandardScaler()),
+                     ("select", ICLFSSelector(3, epochs=2, device="cpu", settings={"runtime": {"num_threads": 1}})),
+                     ("model", LogisticRegression())])
+    pipe.fit(X, y)
+    assert pipe.predict(X).shape == (12,)
+    assert pipe.named_steps["select"].transform(X).shape == (12, 3)
+    assert len(pipe[:-1].get_feature_names_out()) == 3
+    # the pipeline's parameters reach the selector, its settings included
+    pipe.set_params(select__n_features_to_select=2, select__settings={"runtime": {"num_threads": 1},
+                                                                     "laplacian": {"n_neighbors": 2}})
+    pipe.fit(X, y)
+    assert pipe.named_steps["select"].n_features_to_select_ == 2
+    assert clone(pipe).get_params()["select__settings"] == {"runtime": {"num_threads": 1},
+                                                             "laplacian": {"n_neighbors": 2}}
 
 
 @parametrize_with_checks(

@@ -23,9 +23,11 @@ from iclfs.io.tables import TableReadError
 from iclfs.method.config import ParameterError
 from iclfs.method.preprocessing import DataValidationError
 from iclfs.method.runtime import ResourceLimitError
-from iclfs.pipelines.hooks import OutputNotWritableError, TrackingUnavailableError
+from iclfs.pipelines.hooks import OutputNotWritableError
+from iclfs.pipelines.logs import plain_off_terminal
 from iclfs.pipelines.resolvers import DataSourceError
 from iclfs.pipelines.runs import RunRecordError
+from iclfs.pipelines.tracking import TrackingUnavailableError
 
 #: Errors that are about what the user gave, not about the code: their message is the whole story.
 USER_ERRORS = (DataValidationError, ParameterError, TableReadError, DataSourceError, OutputNotWritableError,
@@ -63,6 +65,7 @@ def _from_iclfs(error: BaseException) -> bool:
 
 
 def _run(verbose: bool, **kwargs):
+    plain_off_terminal()  # a scheduler's log: one plain line per record, from the first
     try:
         return kedro_run.callback(**kwargs)
     except Exception as err:  # noqa: BLE001  (sorted below: user errors get one message, bugs re-raise)

@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from iclfs.method.config import ConsensusConfig, RuntimeConfig, TrainingConfig, ViewConfig
-from iclfs.method.members import Member, member_settings, plan_members, train_member, train_members
+from iclfs.method.config import MembersConfig, RuntimeConfig, TrainingConfig, ViewConfig
+from iclfs.method.members import MemberTraining, member_settings, plan_members, train_member, train_members
 
 
 def train_members_on(client: Any, A: np.ndarray, training: TrainingConfig, views: ViewConfig,
-                     runtime: RuntimeConfig, consensus: ConsensusConfig, seed: int) -> list[Member]:
+                     runtime: RuntimeConfig, members: MembersConfig, seed: int) -> list[MemberTraining]:
     """Train every member as its own task on ``client``'s cluster; the members in member order.
 
     Parameters
@@ -37,18 +37,18 @@ def train_members_on(client: Any, A: np.ndarray, training: TrainingConfig, views
     client : dask.distributed.Client
     A : array of shape (d, n)
         The inverted map; sent to the cluster once and shared by the member tasks.
-    training, views, runtime, consensus, seed
+    training, views, runtime, members, seed
         As :func:`iclfs.method.members.train_members`. No progress bar is
         drawn on the workers (``runtime.progress`` is ignored there).
 
     Returns
     -------
-    list of Member
+    list of MemberTraining
         In member order, each with its trained network (on CPU), its scores
         and its wall time on its worker.
     """
-    member_training, epochs = member_settings(A.shape[1], training, consensus)
-    plans = plan_members(A.shape[1], consensus, seed, A.shape[0])
+    member_training, epochs = member_settings(A.shape[1], training, members)
+    plans = plan_members(A.shape[1], members, seed, A.shape[0])
     quiet = runtime.replace(progress=False)
     token = uuid.uuid4().hex[:12]
     shared = client.scatter(np.ascontiguousarray(A), hash=False)
@@ -80,17 +80,17 @@ def _in_dask_task() -> bool:
 
 
 def train_members_here(A: np.ndarray, training: TrainingConfig, views: ViewConfig, runtime: RuntimeConfig,
-                       consensus: ConsensusConfig, seed: int) -> list[Member]:
+                       members: MembersConfig, seed: int) -> list[MemberTraining]:
     """:func:`train_members_on` the cluster this task runs on, when there is room; else ``train_members``.
 
     The cluster is used inside a Dask task, for two members or more, when the
     cluster has more than one worker thread. The members are the same
     either way (module docstring).
     """
-    if consensus.members > 1 and _in_dask_task():
+    if members.per_run > 1 and _in_dask_task():
         from distributed import get_client, worker_client
 
         if _cluster_threads(get_client()) > 1:
             with worker_client() as client:  # secedes: this task's thread slot is free while the members run
-                return train_members_on(client, A, training, views, runtime, consensus, seed)
-    return train_members(A, training, views, runtime, consensus, seed)
+                return train_members_on(client, A, training, views, runtime, members, seed)
+    return train_members(A, training, views, runtime, members, seed)

@@ -1,7 +1,7 @@
 """The scikit-learn feature selectors of the library.
 
 :class:`ICLFSSelector` builds the method's settings from its parameters and
-runs :func:`iclfs.method.chain.run`, the same chain the Kedro pipelines run
+runs :func:`iclfs.chain.run`, the same chain the Kedro pipelines run
 stage by stage; :class:`BaselineSelector` runs any other method of
 :mod:`iclfs.baselines` through :func:`iclfs.baselines.run`, as the benchmark
 and ``select`` do. Neither holds algorithm code of its own.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import numbers
+from collections.abc import Mapping
 
 import numpy as np
 import torch
@@ -20,23 +21,11 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from iclfs.method import chain
-from iclfs.method.config import (
-    SCORE_NAMES,
-    ConsensusConfig,
-    HistoryConfig,
-    LaplacianConfig,
-    RankingConfig,
-    RuntimeConfig,
-    SelectionConfig,
-    Settings,
-    TrainingConfig,
-    ViewConfig,
-)
-from iclfs.method.history import MemberHistory, member_seed
-from iclfs.method.preprocessing import MIN_SAMPLES, FeatureTable, as_numeric_matrix
+from iclfs import chain
+from iclfs.method.config import SECTIONS, RuntimeConfig, SelectionConfig, Settings, closest
+from iclfs.method.preprocessing import MIN_SAMPLES, FeatureTable, as_numeric_matrix, validate_shape
+from iclfs.method.ranking import MemberHistory
 from iclfs.method.runtime import resolve_device
-from iclfs.method.scores import rank_positions
 
 __all__ = ["BaselineSelector", "ICLFSSelector", "EXPECTED_FAILED_CHECKS"]
 
@@ -48,7 +37,20 @@ __all__ = ["BaselineSelector", "ICLFSSelector", "EXPECTED_FAILED_CHECKS"]
 EXPECTED_FAILED_CHECKS: dict[str, str] = {}
 
 _SOURCE = "ICLFSSelector.fit(X)"
-_DEFAULTS = Settings()
+
+#: The settings ICLFSSelector sets from its own parameters, by (section, key): what to use instead, named when
+#: ``settings`` repeats one.
+_OWN_PARAMETERS = {
+    ("training", "epochs"): "ICLFSSelector(epochs=...)",
+    ("members", "epochs"): "ICLFSSelector(epochs=...)",
+    ("members", "per_run"): "ICLFSSelector(members=...)",
+    ("members", "carry"): "fit (one run) or partial_fit (members carried)",
+    ("selection", "k"): "ICLFSSelector(n_features_to_select=...)",
+    ("selection", "k_values"): "ICLFSSelector(n_features_to_select=...)",
+    ("selection", "use_lgrc"): "ICLFSSelector(use_lgrc=...)",
+    ("runtime", "device"): "ICLFSSelector(device=...)",
+    ("runtime", "progress"): "ICLFSSelector(progress=...)",
+}
 
 
 @contextlib.contextmanager
@@ -140,92 +142,46 @@ class ICLFSSelector(_Selector):
 
     The data matrix is standardized and inverted so that every feature becomes
     one training instance (its profile over the samples). Small attention +
-    MLP networks are trained contrastively on masked views of those profiles;
-    features are ordered by the norm of their embedding, the orders of the
-    consensus members are combined, and the Laplacian-Gated Ranking
-    Correction (LGRC) swaps out top-ranked features whose Laplacian score is
-    poor. ``y`` is never used. The method is described in ``docs/method.md``
-    and ``docs/consensus.md``; this class gives exactly the selection of the
-    Kedro pipeline for the same settings and seed.
+    MLP networks, the members, are trained contrastively on masked views of
+    those profiles; features are ordered by the norm of their embedding, the
+    members' orders are combined, and the Laplacian-Gated Ranking Correction
+    (LGRC) swaps out top-ranked features whose Laplacian score is poor. ``y``
+    is never used. The method is described in ``docs/method.md`` and
+    ``docs/consensus.md``; this class runs :func:`iclfs.chain.run`, the
+    chain the Kedro pipelines run stage by stage, and gives the same selection
+    for the same settings and seed.
 
     Parameters
     ----------
     n_features_to_select : int, float or "auto", default=50
-        Number of features k to select. An int must lie in ``1..n_features``;
+        k, the number of features to select. An int must lie in ``1..n_features``;
         a float in (0, 1] is a fraction of the features,
         ``k = max(1, int(fraction * n_features))``; ``"auto"`` picks k from the
         members' agreement (needs ``members >= 2``; ``k_reason_`` says why).
     members : int, default=1
-        Runs trained and combined; 1 is the paper's single run
-        (``epochs`` epochs on every sample), the default (``docs/consensus.md``).
-    member_epochs : int, default=25
-        Epochs of each member when ``members >= 2``.
-    subsample : float, default=0.5
-        Fraction of the samples each member sees when ``members >= 2``.
-    epochs : int, default=100
-        Epochs of the single run (``members=1``).
-    schedule : {"fast", "paper"}, default="fast"
-        ``"paper"`` is the paper's literal training loop; ``"fast"`` computes the
-        same objective with fewer forward passes.
-    ranking_score : {"z_norm", "h_norm", "weighted_sum", "harmonic"}, default="z_norm"
-        Feature score of each member (the pipeline's ``ranking.score``). Not
-        called ``score``: scikit-learn reserves that name for ``score(X, y)``.
+        Members trained per fit (``members.per_run``); 1 is the paper's single run on every sample.
+    epochs : int or None, default=None
+        Epochs of each member: ``training.epochs`` (100) for one member, ``members.epochs`` (25) for several;
+        None keeps those defaults.
     use_lgrc : bool, default=True
         Apply the Laplacian-Gated Ranking Correction; ``False`` keeps the first
         k features of the order (the paper's "ICLFS-WL" ablation).
-    alpha : float, default=1.5
-        LGRC pool size factor (pool = first ``round(alpha * k)`` features), >= 1.
-    quantile : float, default=0.75
-        LGRC gate: the quantile of the finite Laplacian scores above which a
-        pool member is replaced. In [0, 1].
-    n_neighbors : int, default=3
-        Neighbours of the cosine kNN graph of the Laplacian score. Needs
-        ``n_samples > n_neighbors``.
-    device : str, default="auto"
-        ``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
     random_state : int, RandomState instance or None, default=42
         Seeds every member's weights, dropout, views and samples. An int in
         ``0..2**32 - 1`` is the seed itself (the pipeline's ``seed``); ``None``
         draws a fresh seed from NumPy's global random state at every fit, and
         a ``RandomState`` draws one from that generator. The seed used is
         ``seed_``. Training on GPU may not be bit-for-bit reproducible.
-    half_life : float, default=inf
-        :meth:`partial_fit` only: a carried member's weight halves every
-        ``half_life`` calls (``float("inf")``: every member kept weighs the same).
-    max_members : int, default=64
-        :meth:`partial_fit` only: the newest members kept.
-    history_rule : {"mean_rank", "frequency"}, default="mean_rank"
-        :meth:`partial_fit` only: how the carried members are combined
-        (the pipeline's ``history.rule``).
-    hold : float >= 1, default=3.0
-        :meth:`partial_fit` only: a feature of the last call's selection stays
-        selected while it is among the first ``hold`` x k features this call
-        would select (1: no hold; the pipeline's ``history.hold``).
-    admit : float >= 1, default=2.0
-        :meth:`partial_fit` only: a feature among the first k / ``admit``
-        this call would select always enters the selection, in place of the
-        held features it ranks lowest (``float("inf")``: none is forced in;
-        the pipeline's ``history.admit``).
-    history_laplacian : {"run", "carried"}, default="carried"
-        :meth:`partial_fit` only: the Laplacian scores LGRC gates by, this
-        call's table's or their mean over the carried members (the pipeline's
-        ``history.laplacian``).
-    history_laplacian_weight : float in [0, 1], default=0.5
-        :meth:`partial_fit` only: the weight of the rank of those Laplacian
-        scores in the carried order (0: none; the pipeline's
-        ``history.laplacian_weight``).
-    history_laplacian_fusion : {"rank_mean", "reciprocal_rank"}, default="reciprocal_rank"
-        :meth:`partial_fit` only: how that rank is fused in, the weighted mean
-        of the rank scores or weighted reciprocal rank fusion (the pipeline's
-        ``history.laplacian_fusion``).
+    device : str, default="auto"
+        ``"auto"`` (CUDA when available, else CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
     progress : bool, default=False
-        Show a progress bar over members x epochs.
-    training_options, view_options, consensus_options, runtime_options : dict or None
-        Further keys of the ``training``, ``views``, ``consensus`` and
-        ``runtime`` sections (``docs/guides/configuration.md``), e.g.
-        ``training_options={"learning_rate": 1e-3}``,
-        ``runtime_options={"num_threads": 1}``. They may not repeat a key this
-        class has as a parameter.
+        Log the training's progress.
+    settings : dict or None, default=None
+        Any other setting, by section as in ``conf/base/parameters*.yml``
+        (``docs/guides/configuration.md``), e.g. ``{"training":
+        {"learning_rate": 1e-3}, "members": {"subsample": 0.8}, "runtime":
+        {"num_threads": 1}, "laplacian": {"n_neighbors": 5}}``. Keys this class
+        sets from its own parameters are refused there.
 
     Attributes
     ----------
@@ -235,51 +191,52 @@ class ICLFSSelector(_Selector):
         Names of the features seen during fit; only defined when ``X`` is a
         pandas DataFrame whose column names are all strings.
     n_features_to_select_ : int
-        The number of features k actually selected.
+        k, the number of features selected.
     k_reason_ : str
         Why that k (``"auto"`` gives the members' agreement at every k).
     seed_ : int
-        The seed used (see ``random_state``).
+        The seed of this fit's first member (see ``random_state``).
     scores_ : ndarray of shape (n_features_in_,)
-        The score that ranks the features, higher is better: the single run's
-        ``ranking_score``, or the consensus of the members'.
+        The score that orders the features, higher is better: the single run's
+        ``ranking.score``, or the members' combination.
+    feature_order_ : ndarray of shape (n_features_in_,)
+        Feature indices, best first (ties by index), before LGRC.
     ranking_ : ndarray of shape (n_features_in_,)
         As in :class:`sklearn.feature_selection.RFE`: ``ranking_[j]`` is
         feature j's rank, 1 for every selected feature, then 2, 3, ... for
-        the others in the order of ``feature_order_``, so
-        ``X.columns[selector.ranking_ == 1]`` are the selected columns.
-    feature_order_ : ndarray of shape (n_features_in_,)
-        Feature indices, best first (ties by index), before LGRC.
+        the others in the order of ``feature_order_``.
+    selected_features_ : ndarray of shape (n_features_to_select_,)
+        Indices of the selected features, best first: ``X.columns[selector.selected_features_]`` are
+        their names in that order.
+    support_ : ndarray of shape (n_features_in_,), dtype=bool
+        Mask of the selected features.
     member_ranks_ : ndarray of shape (members, n_features_in_)
-        Each member's rank of every feature (1 = best).
+        Each member's rank of every feature (1 = best; 0 where a kept member did not see it).
     selection_frequency_ : ndarray of shape (n_features_in_,)
         The fraction of the members whose first k include each feature.
     laplacian_scores_ : ndarray of shape (n_features_in_,)
         Laplacian score of every feature (lower is better; ``inf`` for constant features).
-    selected_features_ : ndarray of shape (n_features_to_select_,)
-        Indices of the selected features, best first.
-    support_ : ndarray of shape (n_features_in_,), dtype=bool
-        Mask of the selected features.
     models_ : list of torch.nn.Module
         The trained networks, on CPU, in eval mode: one per member, or with
-        ``consensus_options={"feature_blocks": m}`` m per member, member after member.
-    training_history_ : list of dict
+        ``settings={"members": {"feature_blocks": m}}`` m per member, member after member.
+    training_log_ : list of dict
         One dict per network and epoch: ``member``, ``block`` (0 without
         feature blocks), ``epoch``, ``loss``, ``contrastive``, ``decorrelation``, ``seconds``.
         After :meth:`partial_fit`, this call's networks only.
     history_ : MemberHistory
-        :meth:`partial_fit` only: every member carried so far (their rank
+        :meth:`partial_fit` only: every member kept so far (their rank
         scores, seeds and ages), as the pipeline's ``member_history``.
     n_members_ : int
         :meth:`partial_fit` only: the members combined.
 
     With :meth:`partial_fit`, ``scores_``, ``feature_order_`` and the
-    selection come from every carried member, ``member_ranks_`` has one row
-    per carried member and ``selection_frequency_`` is each feature's
+    selection come from every kept member, ``member_ranks_`` has one row
+    per kept member and ``selection_frequency_`` is each feature's
     age-weighted share of the members whose first k include it.
 
     See Also
     --------
+    BaselineSelector : every other method of the library, with the same attributes.
     sklearn.feature_selection.RFE : the ``ranking_`` convention.
     sklearn.feature_selection.SequentialFeatureSelector : the float ``n_features_to_select`` convention.
 
@@ -292,10 +249,10 @@ class ICLFSSelector(_Selector):
 
     Fitting leaves the caller's torch state as it found it (global RNG, thread
     count, TF32 flags). On tiny data a single torch thread
-    (``runtime_options={"num_threads": 1}``) is often faster than several.
+    (``settings={"runtime": {"num_threads": 1}}``) is often faster than several.
 
     scikit-learn estimator checks (scikit-learn 1.9, estimator
-    ``ICLFSSelector(n_features_to_select=1, members=1, epochs=1)``): all pass;
+    ``ICLFSSelector(n_features_to_select=1, epochs=1)``): all pass;
     none needs ``expected_failed_checks``. Two pass only because ICLFS
     refuses their data with a clear ``ValueError``, as those checks allow:
     ``check_fit2d_1sample`` (ICLFS needs at least 4 samples) and
@@ -307,69 +264,23 @@ class ICLFSSelector(_Selector):
     >>> from iclfs.io.synthetic import make_synthetic
     >>> table = make_synthetic(n_samples=40, n_classes=2, n_informative=6,
     ...                        n_redundant=4, n_noise=30, seed=3)
-    >>> selector = ICLFSSelector(n_features_to_select=5, members=2, member_epochs=2, device="cpu")
+    >>> selector = ICLFSSelector(n_features_to_select=5, members=2, epochs=2, device="cpu")
     >>> selector.fit_transform(table.X).shape
     (40, 5)
     >>> int((selector.ranking_ == 1).sum())
     5
     """
 
-    def __init__(
-        self,
-        n_features_to_select=50,
-        *,
-        members=_DEFAULTS.consensus.members,
-        member_epochs=_DEFAULTS.consensus.member_epochs,
-        subsample=_DEFAULTS.consensus.subsample,
-        epochs=_DEFAULTS.training.epochs,
-        schedule=_DEFAULTS.training.schedule,
-        ranking_score=_DEFAULTS.ranking.score,
-        use_lgrc=_DEFAULTS.selection.use_lgrc,
-        alpha=_DEFAULTS.selection.alpha,
-        quantile=_DEFAULTS.selection.quantile,
-        n_neighbors=_DEFAULTS.laplacian.n_neighbors,
-        device="auto",
-        random_state=42,
-        half_life=_DEFAULTS.history.half_life,
-        max_members=_DEFAULTS.history.max_members,
-        history_rule=_DEFAULTS.history.rule,
-        hold=_DEFAULTS.history.hold,
-        admit=_DEFAULTS.history.admit,
-        history_laplacian=_DEFAULTS.history.laplacian,
-        history_laplacian_weight=_DEFAULTS.history.laplacian_weight,
-        history_laplacian_fusion=_DEFAULTS.history.laplacian_fusion,
-        progress=False,
-        training_options=None,
-        view_options=None,
-        consensus_options=None,
-        runtime_options=None,
-    ):
+    def __init__(self, n_features_to_select=50, *, members=1, epochs=None, use_lgrc=True, random_state=42,
+                 device="auto", progress=False, settings=None):
         self.n_features_to_select = n_features_to_select
         self.members = members
-        self.member_epochs = member_epochs
-        self.subsample = subsample
         self.epochs = epochs
-        self.schedule = schedule
-        self.ranking_score = ranking_score
         self.use_lgrc = use_lgrc
-        self.alpha = alpha
-        self.quantile = quantile
-        self.n_neighbors = n_neighbors
-        self.device = device
         self.random_state = random_state
-        self.half_life = half_life
-        self.max_members = max_members
-        self.history_rule = history_rule
-        self.hold = hold
-        self.admit = admit
-        self.history_laplacian = history_laplacian
-        self.history_laplacian_weight = history_laplacian_weight
-        self.history_laplacian_fusion = history_laplacian_fusion
+        self.device = device
         self.progress = progress
-        self.training_options = training_options
-        self.view_options = view_options
-        self.consensus_options = consensus_options
-        self.runtime_options = runtime_options
+        self.settings = settings
 
     @staticmethod
     def _auto_grid(n_features: int) -> list[int]:
@@ -379,29 +290,37 @@ class ICLFSSelector(_Selector):
 
     def _settings(self, n_features: int, seed: int, carry: bool = False) -> Settings:
         """The method's settings from this estimator's parameters (each section validated as in the pipelines)."""
-        if self.ranking_score not in SCORE_NAMES:
-            raise ValueError(f"ranking_score must be one of {SCORE_NAMES}, got {self.ranking_score!r}")
-        if isinstance(self.alpha, bool) or not isinstance(self.alpha, numbers.Real) or not self.alpha >= 1:
-            raise ValueError(f"alpha must be a number >= 1, got {self.alpha!r}")
+        given = {} if self.settings is None else self.settings
+        if not isinstance(given, Mapping):
+            raise TypeError(f"settings must be a dict of sections, e.g. {{'training': {{'learning_rate': 1e-3}}}}, "
+                            f"got {type(given).__name__}")
+        unknown = sorted(map(str, set(given) - set(SECTIONS)))
+        if unknown:
+            raise ValueError(f"settings has no section {', '.join(map(repr, unknown))}"
+                             f"{closest(unknown[0], SECTIONS)}; the sections are {', '.join(SECTIONS)}")
         k = self._resolve_k(n_features)
         grid = [k] if k != "auto" else self._auto_grid(n_features)
-        owner = "the ICLFSSelector parameter of that name"
-        training = TrainingConfig.from_dict(self.training_options, "training_options", fixed_by=owner,
-                                            fixed={"epochs": self.epochs, "schedule": self.schedule})
-        runtime = RuntimeConfig.from_dict(self.runtime_options, "runtime_options", fixed_by=owner,
-                                          fixed={"device": self.device, "progress": bool(self.progress)})
-        consensus = ConsensusConfig.from_dict(
-            self.consensus_options, "consensus_options", fixed_by=owner,
-            fixed={"members": self.members, "member_epochs": self.member_epochs, "subsample": self.subsample})
-        selection = SelectionConfig(k=k, k_values=tuple(grid), use_lgrc=self.use_lgrc, alpha=float(self.alpha),
-                                    quantile=self.quantile)
-        history = HistoryConfig(carry=carry, rule=self.history_rule, half_life=self.half_life,
-                                max_members=self.max_members, hold=self.hold, admit=self.admit,
-                                laplacian=self.history_laplacian, laplacian_weight=self.history_laplacian_weight,
-                                laplacian_fusion=self.history_laplacian_fusion)
-        return Settings(seed=seed, training=training, runtime=runtime, views=ViewConfig.from_dict(
-            self.view_options, "view_options"), ranking=RankingConfig(self.ranking_score),
-            laplacian=LaplacianConfig(self.n_neighbors), selection=selection, consensus=consensus, history=history)
+        members = self.members
+        if isinstance(members, bool) or not isinstance(members, numbers.Integral):
+            raise ValueError(f"members must be an int >= 1, got {members!r}")
+        if self.epochs is not None and (isinstance(self.epochs, bool) or not isinstance(self.epochs, numbers.Integral)):
+            raise ValueError(f"epochs must be an int >= 1 or None, got {self.epochs!r}")
+        epochs = {} if self.epochs is None else {"epochs": int(self.epochs)}
+        own = {
+            "training": epochs if members == 1 else {},
+            "members": {"per_run": int(members), "carry": carry, **(epochs if members != 1 else {})},
+            "selection": {"k": k, "k_values": grid, "use_lgrc": self.use_lgrc},
+            "runtime": {"device": self.device, "progress": bool(self.progress)},
+        }
+        sections = {}
+        for name, section in SECTIONS.items():
+            options = given.get(name)
+            if options is not None and not isinstance(options, Mapping):
+                raise TypeError(f"settings[{name!r}] must be a dict, got {type(options).__name__}")
+            owners = sorted({_OWN_PARAMETERS[(name, key)] for key in set(options or ()) & set(own.get(name, ()))})
+            sections[name] = section.from_dict(options, f"settings['{name}']", fixed=own.get(name),
+                                               fixed_by=" and ".join(owners) or "the ICLFSSelector parameter")
+        return Settings(seed=seed, **sections)
 
     # -- fitting ----------------------------------------------------------
 
@@ -422,24 +341,25 @@ class ICLFSSelector(_Selector):
             The fitted selector.
         """
         X = self._validate_X(X)
-        self._check_samples(X)
-        for name in ("history_", "n_members_", "history_seed_"):  # fit starts afresh: no carried members
+        for name in ("history_", "n_members_", "history_seed_", "_lists"):  # fit starts afresh: no kept members
             self.__dict__.pop(name, None)
         settings = self._settings(X.shape[1], self._resolve_seed())
+        self._check_samples(X, settings)
         with _torch_rng_preserved(settings.runtime.device):
             result = chain.run(self._table(X), settings)
-        self._store(result, settings.seed)
+        self._store(result)
         return self
 
     def partial_fit(self, X, y=None):
-        """Add one run on ``X`` to the carried members and select from all of them.
+        """Add one run on ``X`` to the kept members and select from all of them.
 
-        The scheduled refresh of the pipelines (``history.carry``), in
+        The scheduled refresh of the pipelines (``members.carry``), in
         scikit-learn's incremental convention: the first call starts the
         history (the same run :meth:`fit` makes at ``random_state``), each
         later call trains the member(s) of one more run, seeded by their
         number in the history, and selects from every member kept, each
-        weighted by ``2^(-age / half_life)`` with age counted in calls.
+        weighted by ``2^(-age / members.half_life)`` with age counted in calls,
+        each list held to the last call's.
         Every call must have the same features (the same columns, and the
         same names for a DataFrame); the samples may change.
 
@@ -456,48 +376,53 @@ class ICLFSSelector(_Selector):
         """
         first = not hasattr(self, "history_")
         X = self._validate_X(X, reset=first)
-        self._check_samples(X)
         if first:
             self.history_seed_ = self._resolve_seed()
-            history = MemberHistory()
-        else:
-            history = self.history_
         settings = self._settings(X.shape[1], self.history_seed_, carry=True)
-        seed = member_seed(settings.seed, history.next_index)
+        self._check_samples(X, settings)
+        history = MemberHistory() if first else self.history_
         with _torch_rng_preserved(settings.runtime.device):
-            result = chain.run(self._table(X), settings, history=history)
-        self._store(result, seed)
+            result = chain.run(self._table(X), settings, history=history, previous=getattr(self, "_lists", None))
+        self._store(result)
         self.history_ = result.history
+        self._lists = result.lists
         self.n_members_ = len(result.history.members)
         return self
 
-    def _check_samples(self, X) -> None:
-        n_samples = X.shape[0]
-        if (isinstance(self.n_neighbors, numbers.Integral) and not isinstance(self.n_neighbors, bool)
-                and MIN_SAMPLES <= n_samples <= self.n_neighbors):
-            raise ValueError(f"{_SOURCE}: n_neighbors={self.n_neighbors} needs more samples than neighbours, "
-                             f"but X has {n_samples} sample(s); lower n_neighbors or add samples.")
+    def _check_samples(self, X, settings: Settings) -> None:
+        n_samples, n_neighbors = X.shape[0], settings.laplacian.n_neighbors
+        if MIN_SAMPLES <= n_samples <= n_neighbors:
+            raise ValueError(f"{_SOURCE}: laplacian n_neighbors={n_neighbors} needs more samples than neighbours, "
+                             f"but X has {n_samples} sample(s); lower settings={{'laplacian': {{'n_neighbors': ...}}}} "
+                             "or add samples.")
 
     def _table(self, X) -> FeatureTable:
         return FeatureTable(X=X, feature_names=getattr(self, "feature_names_in_", None), source=_SOURCE)
 
-    def _store(self, result: chain.ChainResult, seed: int) -> None:
+    def _store(self, result: chain.ChainResult) -> None:
         """The fitted attributes of one run of the chain."""
         n_features = result.prepared.standardized.shape[1]
-        combined = result.consensus
-        selected = result.selected
+        ranking = result.ranking
         self.n_features_to_select_ = int(result.k)
         self.k_reason_ = result.k_reason
-        self.seed_ = int(seed)
-        self.scores_ = combined.scores
-        self.feature_order_ = combined.order
-        self._set_selection(selected, combined.order)
-        self.member_ranks_ = np.array([rank_positions(order) for order in combined.member_orders])
-        self.selection_frequency_ = combined.frequency.get(result.k, np.ones(n_features))
+        self.seed_ = int(result.continuation.seed)
+        self.scores_ = ranking.scores
+        self.feature_order_ = ranking.order
+        self._set_selection(result.selected, ranking.order)
+        self.member_ranks_ = np.array([_ranks_of(order, n_features) for order in ranking.member_orders])
+        self.selection_frequency_ = ranking.frequency.get(result.k, np.ones(n_features))
         self.laplacian_scores_ = result.laplacian_scores
-        self.models_ = [r.model.eval() for m in result.members for r in m.results]
-        self.training_history_ = [{"member": m.plan.index, "block": b, **row} for m in result.members
-                                  for b, r in enumerate(m.results) for row in r.history]
+        trainings = result.trained.trainings
+        self.models_ = [r.model.eval() for m in trainings for r in m.results]
+        self.training_log_ = [{"member": m.plan.index, "block": b, **row} for m in trainings
+                              for b, r in enumerate(m.results) for row in r.history]
+
+
+def _ranks_of(order: np.ndarray, n_features: int) -> np.ndarray:
+    """Each feature's rank (1 = best) in ``order``; 0 for a feature a kept member did not see."""
+    ranks = np.zeros(n_features, dtype=np.int64)
+    ranks[np.asarray(order, dtype=np.int64)] = np.arange(1, len(order) + 1)
+    return ranks
 
 
 class BaselineSelector(_Selector):
@@ -543,7 +468,7 @@ class BaselineSelector(_Selector):
     selected_features_ : ndarray of shape (n_features_to_select_,)
         The selected features' indices.
     support_ : ndarray of shape (n_features_in_,), dtype=bool
-    training_history_ : list of dict
+    training_log_ : list of dict
         CAE and LS-CAE: one row per epoch; empty for the others.
 
     Examples
@@ -585,26 +510,37 @@ class BaselineSelector(_Selector):
         self : BaselineSelector
         """
         from iclfs import baselines
-        from iclfs.method.preprocessing import prepare
 
         if self.method == "iclfs" or self.method not in baselines.METHODS:
-            known = ", ".join(m for m in baselines.METHODS if m != "iclfs")
-            raise ValueError(f"method must be one of {known} (ICLFS is ICLFSSelector), got {self.method!r}")
+            known = [m for m in baselines.METHODS if m != "iclfs"]
+            hint = "" if self.method == "iclfs" else closest(str(self.method), known)
+            raise ValueError(f"method must be one of {', '.join(known)} (ICLFS is ICLFSSelector), got "
+                             f"{self.method!r}{hint}")
+        if self.n_features_to_select == "auto":
+            raise ValueError("n_features_to_select='auto' chooses k from ICLFS members' agreement; "
+                             f"BaselineSelector({self.method!r}) needs an int or a fraction: e.g. "
+                             f"BaselineSelector({self.method!r}, 50) or BaselineSelector({self.method!r}, 0.1)")
         X = self._validate_X(X)
-        n_features = X.shape[1]
-        k = self._resolve_k(n_features)
-        seed = self._resolve_seed()
-        baselines.check_method(self.method, self.n_clusters)
-        prepared = prepare(FeatureTable(X=X, feature_names=getattr(self, "feature_names_in_", None),
-                                        source=f"BaselineSelector({self.method!r}).fit(X)"))
-        runtime = RuntimeConfig(device=self.device, progress=False, num_threads=self.num_threads)
-        result = baselines.run(self.method, prepared.standardized, [k], n_clusters=self.n_clusters, seed=seed,
-                               options=self.options, runtime=runtime)
-        selected = np.asarray(result.selections[k], dtype=np.int64)
-        scores = np.zeros(n_features) if result.scores is None else np.asarray(result.scores, dtype=np.float64)
+        source = f"BaselineSelector({self.method!r}).fit(X)"
+        validate_shape(X, source=source)  # too few samples or features: said before any parameter is checked
+        k = self._resolve_k(X.shape[1])
+        # Only MCFS and NDFS use n_clusters; the other methods ignore it, as before the chain ran them
+        # (scikit-learn's estimator checks set n_clusters=1 on any estimator that has it).
+        n_clusters = self.n_clusters if baselines.REGISTRY[self.method].needs_clusters else None
+        if n_clusters is not None and (isinstance(n_clusters, bool) or not isinstance(n_clusters, numbers.Integral)
+                                       or not 2 <= n_clusters <= X.shape[0]):
+            raise ValueError(f"n_clusters must be an int in 2..{X.shape[0]} (the samples), got {n_clusters!r}")
+        baselines.check_method(self.method, n_clusters, selector=True)
+        baselines.options_of(self.method, self.options)
+        settings = Settings(seed=self._resolve_seed(),
+                            runtime=RuntimeConfig(device=self.device, progress=False, num_threads=self.num_threads),
+                            selection=SelectionConfig(k=k, k_values=(k,), method=self.method,
+                                                      n_clusters=n_clusters))
+        table = FeatureTable(X=X, feature_names=getattr(self, "feature_names_in_", None), source=source)
+        result = chain.run(table, settings, options=self.options)
         self.n_features_to_select_ = int(k)
-        self.seed_ = seed
-        self.scores_ = scores
-        self._set_selection(selected, np.lexsort((np.arange(n_features), -scores)))
-        self.training_history_ = list(result.history)
+        self.seed_ = int(result.continuation.seed)
+        self.scores_ = result.ranking.scores
+        self._set_selection(result.selected, result.ranking.order)
+        self.training_log_ = list(result.trained.log)
         return self

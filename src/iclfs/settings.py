@@ -1,21 +1,17 @@
 """Kedro project settings."""
 
-from kedro.config import OmegaConfigLoader
-
-from iclfs.pipelines.hooks import (
-    MlflowArtifactHook,
-    MlflowPreflightHook,
-    OutputPreflightHook,
-    ParameterCheckHook,
-    RunSummaryHook,
-)
+from iclfs.pipelines.conf import ProjectConfigLoader
+from iclfs.pipelines.hooks import OutputPreflightHook, ParameterCheckHook, RunSummaryHook
+from iclfs.pipelines.logs import PlainLogsHook
 from iclfs.pipelines.resolvers import data_source
 from iclfs.pipelines.runs import RunRecordHook
+from iclfs.pipelines.tracking import TrackingHook
 
-HOOKS = (MlflowPreflightHook(), ParameterCheckHook(), OutputPreflightHook(), RunRecordHook(), MlflowArtifactHook(),
-         RunSummaryHook())
+HOOKS = (PlainLogsHook(), ParameterCheckHook(), OutputPreflightHook(), TrackingHook(), RunRecordHook(), RunSummaryHook())
+# The project opens its own MLflow run (iclfs.pipelines.tracking); kedro-mlflow's hooks, if installed, stay off.
+DISABLE_HOOKS_FOR_PLUGINS = ("kedro-mlflow", "kedro_mlflow")
 
-CONFIG_LOADER_CLASS = OmegaConfigLoader
+CONFIG_LOADER_CLASS = ProjectConfigLoader
 CONFIG_LOADER_ARGS = {
     "base_env": "base",
     "default_run_env": "local",

@@ -15,7 +15,7 @@ from benchmarks import grid as benchmark
 from iclfs.baselines import REGISTRY
 from iclfs.evaluation.benchmark import RESULT_COLUMNS, cell_key, method_name
 from iclfs.io.tables import read_feature_table
-from iclfs.method import chain
+from iclfs import chain
 from iclfs.method.config import Settings
 from iclfs.pipelines.conf import project_conf
 from tests.conftest import PROJECT_ROOT
@@ -24,7 +24,7 @@ BASELINE_NAMES = {key: entry.name for key, entry in REGISTRY.items()}
 
 # One epoch (a member's too, whatever the default consensus), two k-means runs, one torch thread; the tiny
 # table has 60 features, so the default k = 50 fits.
-SET = "training.epochs=1,consensus.member_epochs=1,evaluation.n_runs=2,runtime.num_threads=1"
+SET = "training.epochs=1,members.epochs=1,evaluation.n_runs=2,runtime.num_threads=1"
 FEW_BASELINES = ["--baselines", "ls", "random", "all_features"]
 
 
@@ -91,7 +91,7 @@ def test_a_run_writes_one_cell_per_method_and_seed(grid):
         assert (table["dataset"] == "COIL20").all() and name.endswith(f"seed_{table['seed'].iloc[0]}.csv")
     cell = pd.read_csv(grid / "cells" / f"{cell_key('COIL20', iclfs, 42)}.csv")
     # k = 50 is the only k of the default grid up to d = 60; one epoch per member, two k-means runs
-    members = Settings().with_overrides(SET).consensus.members
+    members = Settings().with_overrides(SET).members.per_run
     assert list(cell["k"]) == [50] and (cell["n_runs"] == 2).all() and (cell["epochs"] == members).all()
     assert (cell["method"] == iclfs).all() and (cell["device"] == "cpu").all()
     everything = pd.read_csv(grid / "cells" / f"{cell_key('COIL20', 'all features', 43)}.csv")

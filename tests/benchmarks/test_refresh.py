@@ -13,8 +13,9 @@ import pytest
 from benchmarks import refresh
 from iclfs.evaluation.benchmark import slug
 from iclfs.io.synthetic import make_synthetic
-from iclfs.method.config import HistoryConfig
-from iclfs.method.history import member_seed
+from iclfs.method.config import MembersConfig
+from iclfs.method.lgrc import ADMIT, HOLD
+from iclfs.method.ranking import member_seed
 from iclfs.method.scores import feature_order
 
 
@@ -158,9 +159,10 @@ def test_the_fourth_round_ties_go_to_the_smaller_weight_and_its_winner_must_agre
                 "points": points, "mean_agreement": agreement,
                 **{f"{d}.accuracy_point": i < accurate for i, d in enumerate(refresh.VALIDATION)}}
 
-    defaults = HistoryConfig()
+    defaults = refresh.ROUND_DEFAULTS[4]
     assert [(c.hold, c.admit, c.laplacian, c.laplacian_weight) for c in refresh.weighting_candidates()] == [
         (defaults.hold, defaults.admit, defaults.laplacian, w) for w in (0.0, 0.1, 0.25, 0.5)]
+    assert (defaults.hold, defaults.admit, defaults.laplacian) == (3.0, 2.0, "carried")  # the third round's
     third = row(0.0, 7, 0.42)
     tied = pd.DataFrame([row(0.5, 8, 0.45), row(0.25, 8, 0.45), third])
     assert refresh.winner(tied)["laplacian_weight"] == 0.25  # a tie on points and agreement: the smaller weight
@@ -170,7 +172,6 @@ def test_the_fourth_round_ties_go_to_the_smaller_weight_and_its_winner_must_agre
     assert not refresh.weights_by_default(pd.DataFrame([third]), pd.Series(row(0.25, 7, 0.42)))  # no more agreement
     assert not refresh.weights_by_default(pd.DataFrame([third]), pd.Series(row(0.25, 8, 0.5, 1)))  # less accurate
     assert not refresh.weights_by_default(pd.DataFrame([third]), pd.Series(third))  # the third round's own
-    assert refresh.Candidate("mean_rank", math.inf, 64, laplacian_weight=0.25).config().laplacian_weight == 0.25
 
 
 def test_the_study_judges_every_candidate_and_writes_its_table(store, monkeypatch):
@@ -219,11 +220,33 @@ def test_the_report_command_writes_cells_and_report_and_keep_reuses_the_cells(st
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps  # the other methods' cells untouched
 
 
-def test_the_reported_carried_consensus_is_exactly_the_history_defaults():
-    assert refresh.chosen().config() == replace(HistoryConfig(), carry=True)
+def test_the_reported_carried_consensus_is_exactly_the_products():
+    members = MembersConfig()
+    assert refresh.chosen() == refresh.Candidate("mean_rank", members.half_life, members.kept, HOLD, "carried", ADMIT,
+                                                 members.laplacian_weight, "reciprocal_rank")
     # the report shows the defaults and, while they fuse in the Laplacian rank, the same without it
     assert [c.laplacian_weight for c in refresh.carried_candidates()] == (
-        [HistoryConfig().laplacian_weight, 0.0] if HistoryConfig().laplacian_weight > 0 else [0.0])
+        [members.laplacian_weight, 0.0] if members.laplacian_weight > 0 else [0.0])
+
+
+def test_the_studys_carried_step_is_the_products_rank_for_the_products_candidate():
+    """The study's own step (benchmarks/refresh.py) with the product's candidate orders and gates as iclfs does."""
+    from iclfs.method.lgrc import held_selections
+    from iclfs.method.config import SelectionConfig
+    from iclfs.method.ranking import Member, MemberHistory, rank
+
+    rng = np.random.default_rng(0)
+    names = [f"g{j}" for j in range(40)]
+    study, product, lists = MemberHistory(), MemberHistory(), {}
+    for r in range(4):
+        scores, laplacian = rng.random(40), rng.random(40)
+        member = Member(member_seed(1, r), tuple(names), scores, 0.0, str(r))
+        study, order, gate = refresh.carry_candidate(study, member, names, refresh.chosen(), [5, 10], laplacian)
+        ranking, product = rank([member], names, laplacian, MembersConfig(), [5, 10], product, fingerprint=str(r))
+        np.testing.assert_array_equal(order, ranking.order)
+        np.testing.assert_array_equal(gate, ranking.gate)
+        chosen = held_selections(order, gate, SelectionConfig(), [5, 10], lists, names)
+        lists = {k: [names[j] for j in c] for k, c in chosen.items()}
 
 
 def test_the_fifth_round_is_judged_on_four_validation_sets_and_ties_go_to_the_rank_mean():
@@ -233,7 +256,7 @@ def test_the_fifth_round_is_judged_on_four_validation_sets_and_ties_go_to_the_ra
                 "laplacian_fusion": fusion, "drift": True, "points": points, "mean_agreement": agreement,
                 **{f"{d}.accuracy_point": i < accurate for i, d in enumerate(refresh.VALIDATION_FIFTH)}}
 
-    c = HistoryConfig()
+    c = refresh.ROUND_DEFAULTS[5]
     assert refresh.FOURTH_ROUNDS_FUSION == ("rank_mean", 0.25)  # the defaults when the rule was fixed
     assert refresh.ROUNDS[5].validation == ("lung_small", "ORL", "madelon", "Isolet")
     assert [(x.hold, x.admit, x.laplacian, x.laplacian_fusion, x.laplacian_weight)

@@ -154,10 +154,10 @@ def test_command_measures_both_schedules_a_sweep_and_the_selection_on_a_tiny_fil
 def test_the_selection_worker_times_the_default_chain_on_a_tiny_shape():
     result = speed.selection_worker("60x12", "cpu")
     assert (result["shape"], result["d"], result["n"], result["device"]) == ("60x12", 60, 12, "cpu")
-    defaults = speed.Settings().consensus
-    assert result["members"] == defaults.members
-    expected_epochs = speed.Settings().training.epochs if defaults.members == 1 else defaults.members * \
-        defaults.member_epochs
+    defaults = speed.Settings().members
+    assert result["members"] == defaults.per_run
+    expected_epochs = speed.Settings().training.epochs if defaults.per_run == 1 else defaults.per_run * \
+        defaults.epochs
     assert result["epochs"] == expected_epochs
     assert result["seconds"] >= result["training_seconds"] > 0
     assert result["threads"] >= 1 and result["peak_rss_bytes"] > 0
@@ -236,7 +236,7 @@ def test_added_rows_replace_their_namesakes_and_keep_the_rest(tmp_path):
     assert f"Rows added {added['date']}" in text and added["command"] in text
     assert "| 70 x 12 | defaults | " in text.split("## The default selection, end to end")[1]
     # the same size with other settings is a row of its own
-    blocks = "consensus.feature_blocks=2,training.epochs=3"
+    blocks = "members.feature_blocks=2,training.epochs=3"
     speed.main(["--add", "--selection-sizes", "70x12", "--selection-settings", blocks, "--output", str(output),
                 "--notes", str(tmp_path / "absent.md")])
     report = json.loads(output.with_suffix(".json").read_text())
@@ -264,8 +264,8 @@ def test_the_cost_section_compares_a_consensus_with_one_run_on_a_file(tmp_path):
     X = np.random.default_rng(0).normal(size=(12, 60))
     scipy.io.savemat(tmp_path / "toy.mat", {"X": X, "Y": np.arange(12) % 2})
     one = speed.selection_worker(str(tmp_path / "toy.mat"), "cpu",
-                                 "consensus.members=1,training.epochs=2,selection.k=5,selection.k_values=[5]")
-    settings = "consensus.members=8,consensus.member_epochs=1"
+                                 "members.per_run=1,training.epochs=2,selection.k=5,selection.k_values=[5]")
+    settings = "members.per_run=8,members.epochs=1"
     other = speed.selection_worker(str(tmp_path / "toy.mat"), "cpu", f"{settings},selection.k=5,selection.k_values=[5]")
     assert (one["d"], one["n"], one["members"], one["epochs"]) == (60, 12, 1, 2)
     assert (other["members"], other["epochs"]) == (8, 8)

@@ -22,7 +22,7 @@ PYTHON = sys.executable
 # features), two k-means runs, one torch thread, two cheap baselines.
 PARAMETERS = {
     "training": {"epochs": 1},
-    "consensus": {"member_epochs": 1},
+    "members": {"epochs": 1},
     "runtime": {"device": "cpu", "num_threads": 1, "progress": False},
     "selection": {"k": 5, "k_values": [5, 10, 50]},
     "evaluation": {"n_runs": 2},
@@ -42,14 +42,12 @@ def stand_in(path: Path, seed: int, n_samples: int = 40, n_features: int = 30) -
     scipy.io.savemat(path, {"X": X, "Y": y[:, None]})
 
 
-def make_project(root: Path, data: Path, parameters: dict = PARAMETERS, tracking_uri: str | None = None,
-                 untracked: tuple[str, ...] = ()) -> Path:
+def make_project(root: Path, data: Path, parameters: dict = PARAMETERS, tracking_uri: str | None = None) -> Path:
     """A throw-away copy of the project (conf, pyproject) whose conf/local points at ``data`` and its own store.
 
-    ``tracking_uri``: the MLflow store (default: a SQLite file in the copy, by absolute path);
-    ``untracked``: pipelines kedro-mlflow leaves alone (no store is created for them).
+    ``tracking_uri``: the MLflow store (default: a SQLite file in the copy, by absolute path).
     """
-    local = copy_project(root, tracking_uri, untracked)
+    local = copy_project(root, tracking_uri)
     (local / "globals.yml").write_text(yaml.safe_dump({"datasets_dir": str(data), "validation_dir": str(data)}))
     (local / "parameters.yml").write_text(yaml.safe_dump(parameters))
     return root

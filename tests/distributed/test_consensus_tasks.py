@@ -14,7 +14,7 @@ distributed = pytest.importorskip("distributed", reason="dask[distributed] is no
 from iclfs.distributed import train_members_here, train_members_on  # noqa: E402  (needs distributed)
 
 # Three members of two epochs on half the samples, one torch thread, on CPU.
-SETTINGS = ("training.epochs=2,consensus.members=3,consensus.member_epochs=2,consensus.subsample=0.5,"
+SETTINGS = ("training.epochs=2,members.per_run=3,members.epochs=2,members.subsample=0.5,"
             "runtime.device=cpu,runtime.num_threads=1,runtime.progress=false")
 
 
@@ -61,7 +61,7 @@ def test_members_as_tasks_on_two_workers_score_like_sequential_training(inverted
 
 def test_members_with_feature_blocks_as_tasks_score_like_sequential_training(inverted, dask_cluster):
     """A member's networks (one per feature block) train in its task, in turn, as they do on one machine."""
-    settings = Settings().with_overrides(SETTINGS + ",consensus.feature_blocks=2")
+    settings = Settings().with_overrides(SETTINGS + ",members.feature_blocks=2")
     with distributed.Client(dask_cluster, set_as_default=False) as client:
         on_cluster = train_members_on(client, inverted, settings.training, settings.views, settings.runtime,
                                       settings.consensus, seed=42)

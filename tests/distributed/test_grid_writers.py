@@ -17,7 +17,7 @@ from iclfs.pipelines.conf import project_conf
 from tests.distributed._support import PROJECT_ROOT, PYTHON, environment, make_project
 
 # One epoch (per member too), k in {5, 10} on the 30-feature stand-ins, two k-means runs, one torch thread.
-SET = ("training.epochs=1,consensus.member_epochs=1,evaluation.n_runs=2,runtime.num_threads=1,runtime.device=cpu,"
+SET = ("training.epochs=1,members.epochs=1,evaluation.n_runs=2,runtime.num_threads=1,runtime.device=cpu,"
        "selection.k=5,selection.k_values=[5,10,50]")
 BASELINES = ("ls", "random")
 

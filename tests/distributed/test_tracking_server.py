@@ -5,11 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
-from iclfs.pipelines.hooks import MlflowPreflightHook, TrackingUnavailableError, mask_credentials
+from iclfs.pipelines.tracking import TrackingUnavailableError, check_tracking_store, mask_credentials
 from tests.distributed._support import PYTHON, environment, free_port, make_project, stop, wait_for_port
 
 MLFLOW = Path(sys.executable).with_name("mlflow")
@@ -46,8 +45,8 @@ def test_two_kedro_runs_at_once_track_to_one_server(tmp_path, data, tracking_ser
 
     uri, _ = tracking_server
     project = make_project(tmp_path / "project", data, tracking_uri=uri)
-    # A fresh store: kedro-mlflow gets or creates the experiment in two calls, so two first runs could race
-    # between them (mlflow/mlflow#4123); the project's preflight hook creates it once, tolerating the other.
+    # A fresh store: both first runs get or create the experiment at once (mlflow/mlflow#4123); the tracking
+    # hook tolerates the one that loses.
     client = mlflow.MlflowClient(tracking_uri=uri)
     runs = [subprocess.Popen([PYTHON, "-m", "kedro", "run", "--pipeline", "select",
                               "--params", f"data_source={source},input={data / table}"],
@@ -65,42 +64,28 @@ def test_two_kedro_runs_at_once_track_to_one_server(tmp_path, data, tracking_ser
     [experiment] = [e for e in client.search_experiments() if e.name == "iclfs"]
     found = client.search_runs([experiment.experiment_id])
     assert len(found) == 2 and {run.info.status for run in found} == {"FINISHED"}
-    assert {run.data.tags.get("mlflow.runName") for run in found} == {"select"}
-    sources = set()
+    # one run each, neither lost nor merged, named by data source, method and version
+    names = sorted(run.data.tags.get("mlflow.runName") for run in found)
+    assert [name.split(" · ")[:2] for name in names] == [["a", "iclfs"], ["b", "iclfs"]]
     for run in found:
         params, metrics = run.data.params, run.data.metrics
         assert params["training.epochs"] == "1" and params["runtime.num_threads"] == "1"
-        assert params["selection.k"] == "5"
-        assert "training_loss" in metrics and metrics["selection.k"] == 5
-        epochs = int(params["consensus.members"]) * int(params["consensus.member_epochs"])
-        assert len(client.get_metric_history(run.info.run_id, "training_loss")) == epochs  # one value an epoch
-        sources.add(run.data.tags["runtime_params"])
-    # one run each, neither lost nor merged
-    assert sorted("'data_source': 'a'" in tag for tag in sources) == [False, True]
-    assert sorted("'data_source': 'b'" in tag for tag in sources) == [False, True]
-
-
-class _Loader(dict):
-    config_patterns: dict
-
-    def __init__(self, server: dict):
-        super().__init__(mlflow={"server": server})
-        self.config_patterns = {}
-
-
-def _preflight(uri: str) -> None:
-    MlflowPreflightHook().after_context_created(SimpleNamespace(config_loader=_Loader({"mlflow_tracking_uri": uri})))
+        assert params["selection.k"] == "5" and metrics["k"] == 5
+        assert not any(key.startswith("baselines.") for key in params)  # ICLFS's parameters only
+        epochs = int(params["training.epochs"])  # one member
+        assert len(client.get_metric_history(run.info.run_id, "loss")) == epochs  # one value an epoch
+        assert run.data.tags["data_source"] in ("a", "b") and run.data.tags["runner"] == "SequentialRunner"
 
 
 def test_credentials_stay_out_of_the_preflight_message(tracking_server):
     _, port = tracking_server
     live = f"http://user:pw@127.0.0.1:{port}"
     assert mask_credentials(live) == f"http://***@127.0.0.1:{port}"
-    _preflight(live)  # the live server answers: judged reachable, no error
+    check_tracking_store(live)  # the live server answers: judged reachable, no error
 
     dead = f"http://user:pw@127.0.0.1:{free_port()}"
     with pytest.raises(TrackingUnavailableError) as refused:
-        _preflight(dead)
+        check_tracking_store(dead)
     message = str(refused.value)
     assert "pw" not in message and "user" not in message
     assert f"http://***@127.0.0.1:{dead.rsplit(':', 1)[1]}" in message and "does not answer" in message

@@ -25,8 +25,8 @@ from iclfs.method.scores import feature_order
 from tests.evaluation.cells import cell
 
 # The paper's ICLFS: one run, the literal loop; every name below is relative to it.
-# The paper's single run; a consensus below starts from no Laplacian fusion, so each tag is what the case sets.
-PAPER = "consensus.members=1,training.schedule=paper,consensus.laplacian_weight=0,consensus.subsample=1.0"
+# The paper's single run; each tag below is what the case sets.
+PAPER = "members.per_run=1,training.schedule=paper,members.subsample=1.0"
 
 
 @pytest.mark.parametrize(
@@ -51,22 +51,16 @@ PAPER = "consensus.members=1,training.schedule=paper,consensus.laplacian_weight=
         # what does not change the method does not change its name
         ("training.epochs=3,seed=7,selection.k=100,runtime.device=cpu,evaluation.n_runs=2", "ICLFS"),
         # a consensus is a tag: members x epochs, then what differs from the consensus defaults
-        ("consensus.members=8,consensus.member_epochs=20,consensus.subsample=0.5",
+        ("members.per_run=8,members.epochs=20,members.subsample=0.5",
          "ICLFS [consensus 8x20, 0.5 of samples]"),
-        ("training.schedule=fast,consensus.members=8,consensus.member_epochs=20,consensus.subsample=0.5",
+        ("training.schedule=fast,members.per_run=8,members.epochs=20,members.subsample=0.5",
          "ICLFS [fast, consensus 8x20, 0.5 of samples]"),
-        ("consensus.members=3,consensus.member_epochs=5,consensus.subsample=1.0", "ICLFS [consensus 3x5]"),
-        ("consensus.members=3,consensus.member_epochs=5,consensus.combine=mean_score",
-         "ICLFS [consensus 3x5, mean_score]"),
-        ("consensus.members=3,consensus.member_epochs=5,consensus.laplacian_weight=0.25",
-         "ICLFS [consensus 3x5, Laplacian weight 0.25]"),
-        ("selection.use_lgrc=false,consensus.members=3,consensus.member_epochs=5,runtime.precision=bf16",
+        ("members.per_run=3,members.epochs=5,members.subsample=1.0", "ICLFS [consensus 3x5]"),
+        ("selection.use_lgrc=false,members.per_run=3,members.epochs=5,runtime.precision=bf16",
          "ICLFS-WL [consensus 3x5, bf16]"),
-        ("consensus.members=8,consensus.member_epochs=10,consensus.subsample=0.5,consensus.laplacian_weight=0.5",
-         "ICLFS [consensus 8x10, 0.5 of samples, Laplacian weight 0.5]"),
-        ("consensus.members=4,consensus.member_epochs=100,consensus.subsample=1,consensus.feature_blocks=8",
+        ("members.per_run=4,members.epochs=100,members.subsample=1,members.feature_blocks=8",
          "ICLFS [consensus 4x100, 8 feature blocks]"),
-        ("consensus.members=1,consensus.feature_blocks=4", "ICLFS [4 feature blocks]"),
+        ("members.per_run=1,members.feature_blocks=4", "ICLFS [4 feature blocks]"),
     ],
 )
 def test_method_names_follow_the_papers_ablation_names(changes, name):
@@ -79,7 +73,7 @@ def test_the_default_is_named_by_what_it_is():
     settings = Settings()
     name = method_name(settings)
     assert name.startswith("ICLFS [fast")
-    assert ("consensus" in name) is (settings.consensus.members > 1)
+    assert ("consensus" in name) is (settings.members.per_run > 1)
 
 
 @pytest.mark.parametrize(

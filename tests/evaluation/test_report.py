@@ -45,7 +45,7 @@ def test_spec_reports_the_default_settings_and_the_papers_run():
     assert spec.seeds == (42, 43, 44) and spec.datasets == ("COIL20", "arcene")
     assert spec.paper_run == "ICLFS [published stream]"  # the literal loop with the published draws
     assert spec.stability_k == 50 and spec.target_points == 2.0
-    consensus = spec_for(Settings().with_overrides("consensus.members=6"), [42], ["COIL20"])
+    consensus = spec_for(Settings().with_overrides("members.per_run=6"), [42], ["COIL20"])
     assert consensus.default == "ICLFS [fast, consensus 6x25, 0.5 of samples]"
 
 

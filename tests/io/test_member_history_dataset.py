@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 import textwrap
-from dataclasses import replace
 
 import numpy as np
 import pytest
 from kedro.io.core import DatasetError, Version
 
 from iclfs.io.datasets import MemberHistoryDataset, MemberHistoryView
-from iclfs.io.datasets.member_history_dataset import from_file, to_bytes
-from iclfs.method.history import MemberHistory
+from iclfs.io.datasets.member_history_dataset import _encode, from_file, to_bytes
+from iclfs.method.ranking import Member, MemberHistory
 
 NAMES = ["042", "NA", "", "ünïcode ☃", "x" * 5000, " padded ", "=1+1", "1.0", "01", "tab\there"]
 
@@ -29,7 +29,11 @@ def view(folder, source="t"):
 
 def grown(history: MemberHistory, seed: int, names=NAMES, fingerprint="f") -> MemberHistory:
     scores = np.random.default_rng(seed).normal(size=len(names))
-    return history.add_run([(seed, names, scores, 2.5, fingerprint)], 64)
+    return history.add_run([Member(seed, names, scores, 2.5, fingerprint)], 64)
+
+
+def member(seed, names, scores, fingerprint="f", laplacian=None) -> Member:
+    return Member(seed, names, np.asarray(scores, dtype=float), 1.0, fingerprint, laplacian=laplacian)
 
 
 def test_a_history_reads_back_exactly(tmp_path):
@@ -38,11 +42,12 @@ def test_a_history_reads_back_exactly(tmp_path):
     back = view(tmp_path).load()
     assert back.version == "2026-01-01T00.00.00.000Z" and back.problem is None
     assert back.runs == 2 and back.next_index == 2 and back.data_source == "t" and back.own == ()
+    assert back.kept == 64
     for stored, read in zip(history.members, back.members, strict=True):
         assert read.feature_names == stored.feature_names  # every name, byte for byte
         np.testing.assert_array_equal(read.scores, stored.scores)
-        assert (read.seed, read.run, read.index, read.seconds, read.fingerprint) == \
-            (stored.seed, stored.run, stored.index, stored.seconds, stored.fingerprint)
+        assert (read.seed, read.run, read.index, read.seconds, read.fingerprint, read.method) == \
+            (stored.seed, stored.run, stored.index, stored.seconds, stored.fingerprint, stored.method)
 
 
 def test_nothing_is_written_without_a_new_member_and_versions_are_never_rewritten(tmp_path):
@@ -100,6 +105,7 @@ WRITER = textwrap.dedent("""
     import numpy as np
     from kedro.io.core import Version
     from iclfs.io.datasets import MemberHistoryDataset, MemberHistoryView
+    from iclfs.method.ranking import Member
     folder, version, seed, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     path = folder + "/member_history.npz"
     history = MemberHistoryView(filepath=path, data_source="t").load()
@@ -107,7 +113,7 @@ WRITER = textwrap.dedent("""
     while not __import__("os").path.exists(go):  # both have read before either writes
         time.sleep(0.01)
     names = ["a", "b", "c"]
-    history = history.add_run([(seed, names, np.random.default_rng(seed).normal(size=3), 1.0, str(seed))], 64)
+    history = history.add_run([Member(seed, names, np.random.default_rng(seed).normal(size=3), 1.0, str(seed))], 64)
     MemberHistoryDataset(filepath=path, data_source="t", version=Version(None, version)).save(history)
 """)
 
@@ -137,62 +143,78 @@ def test_discarding_a_failed_runs_version_keeps_head_on_a_version_that_exists(tm
     folder = tmp_path / "member_history.npz"
     first = MemberHistoryDataset(filepath=str(folder), data_source="t",
                                  version=Version(None, "2026-01-01T00.00.00.000Z"))
-    first.save(MemberHistory(data_source="t").add_run([(1, ["a", "b"], np.array([0.2, 0.1]), 1.0, "f")], 64))
+    first.save(MemberHistory(data_source="t").add_run([member(1, ["a", "b"], [0.2, 0.1])], 64))
     failed = MemberHistoryDataset(filepath=str(folder), data_source="t",
                                   version=Version(None, "2026-01-02T00.00.00.000Z"))
-    failed.save(first.load().add_run([(2, ["a", "b"], np.array([0.1, 0.2]), 1.0, "f")], 64))
+    failed.save(first.load().add_run([member(2, ["a", "b"], [0.1, 0.2])], 64))
     assert (folder / HEAD).read_text() == "2026-01-02T00.00.00.000Z"
     assert failed.discard("2026-01-02T00.00.00.000Z") and not (folder / "2026-01-02T00.00.00.000Z").exists()
     assert (folder / HEAD).read_text() == "2026-01-01T00.00.00.000Z" and len(first.load().members) == 1
     assert first.discard("2026-01-01T00.00.00.000Z")
     assert not folder.exists()  # no version left: no .head, no lock, no folder
     assert not failed.discard("2026-01-02T00.00.00.000Z")
-    first.save(MemberHistory(data_source="t").add_run([(3, ["a"], np.array([0.5]), 1.0, "f")], 64))
+    first.save(MemberHistory(data_source="t").add_run([member(3, ["a"], [0.5])], 64))
     assert (folder / LOCK).exists() and len(first.load().members) == 1  # the lock is made again when needed
 
 
-def test_the_lists_and_the_members_laplacian_scores_read_back_exactly(tmp_path):
+def test_the_members_laplacian_scores_read_back_exactly(tmp_path):
     laplacian = np.random.default_rng(0).random(len(NAMES))
     laplacian[3] = np.inf
-    history = view(tmp_path).load().add_run([(1, NAMES, np.arange(len(NAMES), dtype=float), 1.0, "f")], 64,
-                                            laplacian=laplacian)
-    lists = {5: tuple(NAMES[:5]), 3: (NAMES[4], NAMES[0], NAMES[2])}
-    dataset(tmp_path, "v1").save(replace(history, lists=lists))
+    history = view(tmp_path).load().add_run([member(1, NAMES, np.arange(len(NAMES)), laplacian=laplacian)], 64)
+    dataset(tmp_path, "v1").save(history)
     back = view(tmp_path).load()
-    assert back.lists == lists  # every name, byte for byte, in list order
     np.testing.assert_array_equal(back.members[0].laplacian, laplacian)
+    assert back.members[0].feature_names == tuple(NAMES)
 
 
-def test_a_history_stored_without_lists_or_laplacian_scores_still_reads(tmp_path):
-    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 1))  # recorded without either
+def test_a_history_stored_without_laplacian_scores_still_reads(tmp_path):
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 1))  # recorded without them
     back = view(tmp_path).load()
-    assert back.problem is None and back.lists == {} and back.members[0].laplacian is None
+    assert back.problem is None and back.members[0].laplacian is None
 
 
-def test_a_merge_keeps_this_runs_laplacian_scores_and_lists(tmp_path):
+def test_a_history_an_earlier_version_stored_with_its_lists_still_reads_and_the_lists_are_set_aside(tmp_path):
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 1))
+    path = tmp_path / "member_history.npz" / "v1" / "member_history.npz"
+    with np.load(path) as content:
+        arrays = {key: content[key] for key in content.files}
+    for k, names in ((5, tuple(NAMES[:5])), (3, (NAMES[4], NAMES[0], NAMES[2]))):  # the earlier layout's lists
+        arrays[f"list_{k}"], arrays[f"list_{k}_ends"] = _encode(names)
+    (tmp_path / "old").mkdir()
+    np.savez_compressed(tmp_path / "old" / "member_history.npz", **arrays)
+    old = from_file(tmp_path / "old" / "member_history.npz", "old")
+    new = from_file(path, "v1")
+    assert [m.seed for m in old.members] == [m.seed for m in new.members] == [1]
+    assert old.members[0].feature_names == tuple(NAMES)
+    assert (old.runs, old.next_index, old.kept, old.problem) == (new.runs, new.next_index, new.kept, None)
+    np.testing.assert_array_equal(old.members[0].scores, new.members[0].scores)
+    assert not any(key.startswith("list_") for key in np.load(io.BytesIO(to_bytes(old))).files)
+
+
+def test_a_merge_keeps_this_runs_laplacian_scores(tmp_path):
     dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 1))
     mine = view(tmp_path).load()
     dataset(tmp_path, "v2").save(grown(view(tmp_path).load(), 2))  # another run stores first
     laplacian = np.linspace(0, 1, len(NAMES))
-    mine = mine.add_run([(3, NAMES, np.ones(len(NAMES)), 1.0, "f")], 64, laplacian=laplacian)
-    dataset(tmp_path, "v3").save(replace(mine, lists={2: (NAMES[1], NAMES[0])}))
+    mine = mine.add_run([member(3, NAMES, np.ones(len(NAMES)), laplacian=laplacian)], 64)
+    dataset(tmp_path, "v3").save(mine)
     back = view(tmp_path).load()
-    assert [m.seed for m in back.members] == [1, 2, 3] and back.lists == {2: (NAMES[1], NAMES[0])}
+    assert [m.seed for m in back.members] == [1, 2, 3] and [m.run for m in back.members] == [0, 1, 2]
     np.testing.assert_array_equal(back.members[-1].laplacian, laplacian)
 
 
 def test_one_runs_laplacian_scores_are_stored_once_and_a_history_with_them_per_member_still_reads(tmp_path):
     first, second = (np.random.default_rng(s).random(len(NAMES)) for s in (0, 1))
     history = view(tmp_path).load().add_run(
-        [(s, NAMES, np.arange(len(NAMES), dtype=float), 1.0, "f") for s in (1, 2, 3)], 64, laplacian=first)
-    history = history.add_run([(4, NAMES, np.ones(len(NAMES)), 1.0, "g")], 64, laplacian=second)
+        [member(s, NAMES, np.arange(len(NAMES)), laplacian=first) for s in (1, 2, 3)], 64)
+    history = history.add_run([member(4, NAMES, np.ones(len(NAMES)), "g", laplacian=second)], 64)
     dataset(tmp_path, "v1").save(history)
     with np.load(tmp_path / "member_history.npz" / "v1" / "member_history.npz") as content:
         stored = sorted(key for key in content.files if key.startswith("laplacian"))
     assert stored == ["laplacian_run_0", "laplacian_run_1"]  # three members of run 0, one array
     back = view(tmp_path).load()
-    for member, expected in zip(back.members, (first, first, first, second), strict=True):
-        np.testing.assert_array_equal(member.laplacian, expected)
+    for member_read, expected in zip(back.members, (first, first, first, second), strict=True):
+        np.testing.assert_array_equal(member_read.laplacian, expected)
     # the earlier layout, one array per member, reads the same
     with np.load(tmp_path / "member_history.npz" / "v1" / "member_history.npz") as content:
         arrays = {key: content[key] for key in content.files if not key.startswith("laplacian")}
@@ -200,6 +222,6 @@ def test_one_runs_laplacian_scores_are_stored_once_and_a_history_with_them_per_m
     (tmp_path / "old").mkdir()
     np.savez_compressed(tmp_path / "old" / "member_history.npz", **arrays)
     old = from_file(tmp_path / "old" / "member_history.npz", "old")
-    for member, expected in zip(old.members, (first, first, first, second), strict=True):
-        np.testing.assert_array_equal(member.laplacian, expected)
+    for member_read, expected in zip(old.members, (first, first, first, second), strict=True):
+        np.testing.assert_array_equal(member_read.laplacian, expected)
     assert len(to_bytes(old)) < (tmp_path / "old" / "member_history.npz").stat().st_size  # written anew: once per run

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iclfs.method.config import ViewConfig
-from iclfs.method.views import apply_masks, generate_masks, generate_views
+from iclfs.method.views import RANDOM_KEEP, apply_masks, generate_masks, generate_views
 
 
 def spec_keep(n, ratio):
@@ -182,11 +182,11 @@ def test_view_config_validation():
 
 def test_random_positive_view_replaces_the_four_structured_ones():
     A = torch.randn(30, 20, generator=torch.Generator().manual_seed(0))
-    config = ViewConfig(positives="random", random_keep=0.4)
+    config = ViewConfig(positives="random")
     views = generate_views(A, config, torch.Generator().manual_seed(1))
     assert len(views.positives) == 1 and views.light is None and views.pair_b is None
     kept = (views.random != 0).sum(dim=1)
-    assert bool((kept == 8).all())  # round(0.4 * 20), no zero entries in A
+    assert RANDOM_KEEP == 0.5 and bool((kept == 10).all())  # round(0.5 * 20), no zero entries in A
     masked = views.random != 0
     torch.testing.assert_close(views.random[masked], A[masked])
     assert set(views.as_dict()) == {"negative", "random"}
@@ -204,5 +204,5 @@ def test_structured_views_have_four_positives():
 def test_positives_must_be_known():
     with pytest.raises(ValueError, match="views.positives"):
         ViewConfig(positives="shuffled")
-    with pytest.raises(ValueError, match="random_keep"):
-        ViewConfig(random_keep=0.0)
+    with pytest.raises(TypeError, match="random_keep"):  # a fixed value now (RANDOM_KEEP), not a setting
+        ViewConfig(random_keep=0.5)

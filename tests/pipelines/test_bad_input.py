@@ -21,7 +21,7 @@ from iclfs.pipelines.data_processing.nodes import validate_and_standardize
 def first_node(table, parameters):
     """The first node of every run, with the sections it reads."""
     return validate_and_standardize(table, *(parameters[s] for s in ("training", "runtime", "laplacian", "selection",
-                                                         "consensus")))
+                                                         "members")))
 
 RNG = np.random.default_rng(0)
 

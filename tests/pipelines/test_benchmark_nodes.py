@@ -14,7 +14,7 @@ from iclfs.method.config import Settings
 from iclfs.method.laplacian import laplacian_scores
 from iclfs.pipeline_registry import benchmark_datasets
 from iclfs.pipelines.benchmark import create_baselines_pipeline, create_pipeline
-from iclfs.pipelines.benchmark.nodes import benchmark_metrics, evaluate_baselines, evaluate_iclfs
+from iclfs.pipelines.benchmark.nodes import evaluate_baselines, evaluate_iclfs
 from iclfs.pipelines.benchmark_report import create_pipeline as create_report_pipeline
 from iclfs.pipelines.benchmark_report.nodes import build_benchmark_report, collect_cells
 from tests.evaluation.cells import cell
@@ -46,8 +46,8 @@ def test_every_namespace_has_the_same_nodes_and_shares_parameters():
     per_namespace = {ns: sorted(n.name.split(".", 1)[1] for n in pipeline.nodes if n.namespace == ns)
                      for ns in namespaces}
     assert len({tuple(v) for v in per_namespace.values()}) == 1
-    assert {"validate_and_standardize", "train_model", "rank_features", "select_every_k", "evaluate_iclfs",
-            "evaluate_baselines", "benchmark_metrics"} <= set(per_namespace["COIL20"])
+    assert {"validate_and_standardize", "train_members", "rank_features", "select_every_k", "evaluate_iclfs",
+            "evaluate_baselines"} <= set(per_namespace["COIL20"])
     params = {i for i in pipeline.inputs() if i.startswith("params:")}
     assert params and all("." not in p for p in params)  # shared, not COIL20.params
     assert "parameters" in pipeline.inputs()
@@ -60,7 +60,7 @@ def test_the_baselines_pipeline_trains_nothing_and_writes_the_same_cells():
     baselines, full = create_baselines_pipeline(DATASETS), create_pipeline(DATASETS)
     names = {node.name.split(".", 1)[1] for node in baselines.nodes if node.namespace == "COIL20"}
     assert {"validate_and_standardize", "evaluate_baselines"} <= names
-    assert not names & {"train_model", "evaluate_iclfs", "rank_features"}
+    assert not names & {"train_members", "evaluate_iclfs", "rank_features"}
     assert {node.namespace for node in baselines.nodes} == set(DATASETS)
     assert "COIL20.baseline_cells" in _written(baselines) & _written(full)
     assert all("." not in p for p in baselines.inputs() if p.startswith("params:"))
@@ -136,7 +136,7 @@ def _parameters(**changes):
     """Kedro's ``parameters``: every section, plus keys that are not sections."""
     text = ",".join(f"{k}={v}" for k, v in changes.items())
     settings = Settings().with_overrides("selection.k=5,selection.k_values=[5,10,50],evaluation.n_runs=3,"
-                                         "consensus.members=1,consensus.laplacian_weight=0")
+                                         "members.per_run=1")
     parameters = settings.with_overrides(text).to_parameters()
     parameters["benchmark"] = {"baselines": ["ls"]}
     parameters["baselines"] = {"random": {"rankings": 4}}
@@ -173,7 +173,7 @@ def test_evaluate_iclfs_writes_the_runs_cell(three_clusters):
 
 def test_a_consensus_cell_counts_every_members_time_and_epochs(three_clusters):
     X, labels = three_clusters
-    consensus = {"consensus.members": 3, "consensus.member_epochs": 2, "consensus.subsample": 0.5}
+    consensus = {"members.per_run": 3, "members.epochs": 2, "members.subsample": 0.5}
     parameters = _parameters(**consensus)
     cells = evaluate_iclfs(X, labels, {"source": "toy.mat"}, _selected(list(range(5))), _history(members=3),
                            parameters)
@@ -217,18 +217,17 @@ def test_evaluate_baselines_writes_one_cell_per_baseline(three_clusters):
     assert (cells["random/seed_42"]["selected"] == "").all()
 
 
-def test_benchmark_metrics_log_every_methods_accuracy_per_k():
-    def cell(method, accs):
-        return pd.DataFrame({"method": method, "k": [5, 10], "accuracy_mean": accs})
+def test_a_benchmark_run_logs_each_cells_best_accuracy_under_a_name_with_its_dataset_and_method():
+    from iclfs.pipelines.tracking import cell_metrics
 
-    iclfs = {"iclfs-fast/seed_42": lambda: cell("ICLFS [fast]", [0.6, 0.7])}  # a partition's load function
-    baselines = {"ls/seed_42": cell("LS", [0.5, 0.4]), "all-features/seed_42": cell("all features", [0.3, 0.3])}
-    metrics = benchmark_metrics(iclfs, baselines)
-    assert set(metrics) == {"accuracy.ICLFS__fast_", "best_accuracy.ICLFS__fast_", "accuracy.LS",
-                            "best_accuracy.LS", "accuracy.all_features", "best_accuracy.all_features"}
-    assert metrics["accuracy.ICLFS__fast_"] == [{"value": 0.6, "step": 5}, {"value": 0.7, "step": 10}]
-    assert metrics["best_accuracy.LS"] == {"value": 0.5, "step": 0}
-    assert benchmark_metrics({}, {}) == {}
+    def cell(method, accs):
+        return pd.DataFrame({"dataset": "COIL20", "method": method, "k": [5, 10], "accuracy_mean": accs})
+
+    cells = {"iclfs-fast/seed_42": lambda: cell("ICLFS [fast]", [0.6, 0.7]),  # a partition's load function
+             "ls/seed_42": cell("LS", [0.5, 0.4]), "all-features/seed_42": cell("all features", [0.3, 0.3])}
+    assert cell_metrics(cells) == {"COIL20.ICLFS_fast.best_accuracy": 0.7, "COIL20.LS.best_accuracy": 0.5,
+                                   "COIL20.all_features.best_accuracy": 0.3}
+    assert cell_metrics({}) == {} and cell_metrics(None) == {}
 
 
 # -- the report's nodes ----------------------------------------------------------

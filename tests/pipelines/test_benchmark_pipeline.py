@@ -107,10 +107,10 @@ def test_a_benchmark_run_writes_one_cell_per_method_for_its_seed(bench):
     assert list(table.columns) == RESULT_COLUMNS
     assert set(table["method"]) == {_iclfs_method()} and list(table["k"]) == [5, 10]
     assert (table["dataset"] == "COIL20").all() and (table["n_runs"] == 2).all()
-    assert (table["epochs"] == _settings().consensus.members).all()  # one epoch per member
-    # the k = 5 selection is the pipeline's own selected_features
-    [version] = (bench / "data/07_model_output/benchmark/COIL20/selected_features.csv").iterdir()
-    selected = pd.read_csv(version / "selected_features.csv")
+    assert (table["epochs"] == _settings().members.per_run).all()  # one epoch per member
+    # the k = 5 selection is the pipeline's own selections
+    [version] = (bench / "data/07_model_output/benchmark/COIL20/selections.csv").iterdir()
+    selected = pd.read_csv(version / "selections.csv")
     top5 = selected[selected["k"] == 5].sort_values("rank")["feature_index"].tolist()
     assert table.loc[table["k"] == 5, "selected"].iloc[0] == " ".join(map(str, top5))
     assert not (bench / "data/08_reporting/benchmark/benchmark.md").exists()  # the report is its own pipeline

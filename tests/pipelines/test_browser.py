@@ -89,7 +89,7 @@ def browse(chromium: str, *args: str, timeout: float = 180) -> str:
 def test_the_run_report_renders_in_a_browser(chromium, project, tmp_path):
     run_session(project)
     (report,) = (project / "data/08_reporting/synthetic/run_report.html").glob("*/run_report.html")
-    (listing,) = (project / "data/07_model_output/synthetic/selected_feature_list.csv").glob("*/*.csv")
+    (listing,) = (project / "data/07_model_output/synthetic/feature_list.csv").glob("*/*.csv")
     assert report.parent.name == listing.parent.name  # one run, one version
 
     dom = browse(chromium, "--dump-dom", report.as_uri())
@@ -129,16 +129,16 @@ def test_kedro_viz_draws_the_pipeline_nodes_in_a_browser(chromium, viz_in_projec
     with urllib.request.urlopen(viz_in_project + "/", timeout=10) as response:
         served = response.read().decode()
     # The served page is an empty shell: the nodes below can only come from the app's JavaScript.
-    assert "train_model" not in served
+    assert "train_members" not in served
 
     dom = browse(chromium, "--virtual-time-budget=15000", "--dump-dom", viz_in_project + "/")
     # The flowchart draws each node as <g class="pipeline-node ..." data-node-fullname="NAME">
     # with a <text> label; the node list in the sidebar names them too.
     assert "pipeline-node--task" in dom, dom[-2000:]
-    for name in ("train_model", "select_every_k", "rank_features", "build_run_report"):
+    for name in ("train_members", "select_every_k", "rank_features", "build_run_report"):
         assert f'data-node-fullname="{name}"' in dom, name
         assert f'title="{name}"' in dom, name
     for node in register_pipelines()["__default__"].nodes:
         assert f'data-node-fullname="{node.name}"' in dom, node.name
-    for dataset in ("run_report", "selected_feature_list", "evaluation_table"):
+    for dataset in ("run_report", "feature_list", "evaluation_table"):
         assert f'data-node-fullname="{dataset}"' in dom, dataset

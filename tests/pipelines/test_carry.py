@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from iclfs.io.datasets import CSVDataset, MemberHistoryView
-from iclfs.method.history import member_seed
+from iclfs.method.ranking import member_seed
 from tests.pipelines.test_trust import FAST, Outcome, kedro, project_at, start, wait_for
 
 pytestmark = pytest.mark.slow  # whole Kedro runs: seconds each
@@ -46,7 +46,7 @@ def latest(project: Path, artifact: str) -> Path:
 
 
 def listing(project: Path) -> list[str]:
-    return CSVDataset(filepath=str(latest(project, "07_model_output/t/selected_feature_list.csv"))).load()[
+    return CSVDataset(filepath=str(latest(project, "07_model_output/t/feature_list.csv"))).load()[
         "feature_name"].tolist()
 
 
@@ -72,7 +72,7 @@ def test_refreshes_carry_their_members_each_with_its_own_seed_and_replay_to_the_
     assert {"member_0_rank", "member_1_rank", "member_2_rank", "members_seen", "top_5_frequency"} <= set(ranking)
     assert ranking["score_name"].iloc[0] == ("carried mean_rank of z_norm (3 members), Laplacian weight 0.5, "
                                             "reciprocal rank")
-    chosen = CSVDataset(filepath=str(latest(project, "07_model_output/t/selected_feature_list.csv"))).load()
+    chosen = CSVDataset(filepath=str(latest(project, "07_model_output/t/feature_list.csv"))).load()
     frequency = chosen["member_frequency"].to_numpy()
     assert ((0 <= frequency) & (frequency <= 1)).all() and frequency.max() > 0
 
@@ -115,7 +115,7 @@ def test_reset_and_unusable_histories_start_afresh_with_one_message(tmp_path, ca
         assert outcome.code == 0, outcome.output[-3000:]
         return json.loads(latest(project, "07_model_output/t/history_start.json").read_text())["note"]
 
-    assert "history.reset" in note_of(kedro(project, f"input={first}", "data_source=t", "history.reset=true"))
+    assert "members.reset" in note_of(kedro(project, f"input={first}", "data_source=t", "members.reset=true"))
     assert [m.seed for m in head(project).members] == [42]  # afresh: the run's own seed, alone
 
     other = refresh(project, "other.csv", [f"h{j}" for j in range(12)], 1)

@@ -30,7 +30,7 @@ from kedro.io import DatasetError, Version
 from iclfs.io.datasets import CSVDataset, FeatureTableDataset, NumpyDataset
 from iclfs.method.config import ParameterError, Settings
 from iclfs.method.preprocessing import DataValidationError, FeatureTable
-from iclfs.pipelines.hooks import mask_credentials
+from iclfs.pipelines.tracking import mask_credentials
 from iclfs.pipelines.publish.nodes import reduce_data
 from iclfs.pipelines.resolvers import DataSourceError, data_source
 from tests.pipelines.test_bad_input import first_node
@@ -164,14 +164,14 @@ def test_a_traversing_data_source_writes_nothing_anywhere(project, tmp_path):
      "n_neighbors = 40 is invalid: expected fewer than the 40 samples"),
 ])
 def test_shape_dependent_parameters_stop_in_the_first_node(tiny_table, overrides, error, message):
-    from iclfs.method import chain
+    from iclfs import chain
 
     with pytest.raises(error, match=message):
         chain.prepare_checked(tiny_table, Settings().with_overrides(overrides))
 
 
 def test_a_k_grid_wider_than_d_is_trimmed_with_a_warning(tiny_table, caplog):
-    from iclfs.method import chain
+    from iclfs import chain
 
     settings = Settings().with_overrides("selection.k=5,selection.k_values=[5,10,500]")
     chain.prepare_checked(tiny_table, settings)
@@ -189,7 +189,7 @@ def test_a_server_with_credentials_in_its_uri_is_judged_on_its_host():
     import http.server
     import threading
 
-    from iclfs.pipelines.hooks import TrackingUnavailableError, check_tracking_server
+    from iclfs.pipelines.tracking import TrackingUnavailableError, check_tracking_store
 
     class Refusing(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802  (http.server's name)
@@ -202,12 +202,12 @@ def test_a_server_with_credentials_in_its_uri_is_judged_on_its_host():
     port = server.server_address[1]
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        check_tracking_server(f"http://alice:s3cret@127.0.0.1:{port}")  # the host answers: reachable
+        check_tracking_store(f"http://alice:s3cret@127.0.0.1:{port}")  # the host answers: reachable
     finally:
         server.shutdown()
         server.server_close()
     with pytest.raises(TrackingUnavailableError) as refused:
-        check_tracking_server(f"http://alice:s3cret@127.0.0.1:{port}", timeout=2)  # nothing listens any more
+        check_tracking_store(f"http://alice:s3cret@127.0.0.1:{port}", timeout=2)  # nothing listens any more
     assert "s3cret" not in str(refused.value) and f"http://***@127.0.0.1:{port}" in str(refused.value)
 
 
@@ -304,7 +304,7 @@ def test_two_overlapping_runs_on_one_data_source_keep_their_own_results(project)
 
     run_a = start("a.csv", 400)
     deadline = time.time() + 300
-    while "Running node: train_model" not in log("a.csv"):
+    while "Running node: train_members" not in log("a.csv"):
         assert time.time() < deadline and run_a.poll() is None, tail("a.csv")
         time.sleep(0.05)
     # A is held still while it trains (after its first artifacts, before it writes the member history) until
@@ -312,7 +312,7 @@ def test_two_overlapping_runs_on_one_data_source_keep_their_own_results(project)
     # else, A could be inside a write to the shared MLflow store, and B would wait on that lock for nothing.
     os.kill(run_a.pid, signal.SIGSTOP)
     try:
-        since = log("a.csv").split("Running node: train_model")[-1]
+        since = log("a.csv").split("Running node: train_members")[-1]
         assert "Completed" not in since and "Running node" not in since, "A was not held while training"
         run_b = start("b.csv", 1)
         assert run_b.wait(timeout=300) == 0, tail("b.csv")
@@ -321,11 +321,11 @@ def test_two_overlapping_runs_on_one_data_source_keep_their_own_results(project)
         os.kill(run_a.pid, signal.SIGCONT)
     assert run_a.wait(timeout=600) == 0, tail("a.csv")
 
-    lists = project / "data/07_model_output/shared/selected_feature_list.csv"
+    lists = project / "data/07_model_output/shared/feature_list.csv"
     reduced = project / "data/07_model_output/shared/reduced_data.parquet"
-    assert len(versions(project, "07_model_output/shared/selected_feature_list.csv")) == 2
-    for version in versions(project, "07_model_output/shared/selected_feature_list.csv"):
-        names = pd.read_csv(lists / version / "selected_feature_list.csv")["feature_name"].tolist()
+    assert len(versions(project, "07_model_output/shared/feature_list.csv")) == 2
+    for version in versions(project, "07_model_output/shared/feature_list.csv"):
+        names = pd.read_csv(lists / version / "feature_list.csv")["feature_name"].tolist()
         prefix = names[0][0]
         assert all(n.startswith(prefix) for n in names)  # one run's names only
         table = pd.read_parquet(reduced / version / "reduced_data.parquet")
@@ -362,6 +362,6 @@ def test_the_training_history_records_the_thread_count_results_depend_on(tiny_ta
     for threads in (1, 2):
         fast_parameters["runtime"] = {**fast_parameters["runtime"], "num_threads": threads}
         _, history, *_ = train_one_run(A, *(fast_parameters[s] for s in ("training", "views", "runtime",
-                                                                         "consensus", "seed")))
+                                                                         "members", "seed")))
         assert set(history["threads"]) == {threads}
 

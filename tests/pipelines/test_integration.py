@@ -26,11 +26,11 @@ def test_default_run_writes_versioned_artifacts_and_an_mlflow_run(project):
         "05_model_input/synthetic/inverted_data.npy",
         "02_intermediate/synthetic/view_sample.npz",
         "06_models/synthetic/model_state.pt",
-        "07_model_output/synthetic/training_history.csv",
+        "07_model_output/synthetic/training_log.csv",
         "07_model_output/synthetic/member_scores.npz",
         "07_model_output/synthetic/feature_ranking.csv",
         "07_model_output/synthetic/laplacian_scores.csv",
-        "07_model_output/synthetic/selected_features.csv",
+        "07_model_output/synthetic/selections.csv",
         "08_reporting/synthetic/evaluation_table.csv",
         "08_reporting/synthetic/evaluation_summary.json",
         "08_reporting/synthetic/accuracy_vs_k.png",
@@ -44,17 +44,23 @@ def test_default_run_writes_versioned_artifacts_and_an_mlflow_run(project):
     assert {"accuracy_mean", "accuracy_std", "nmi_mean", "informative_recall"} <= set(table.columns)
 
     (run,) = mlflow_runs(project)
-    assert run.info.status == "FINISHED"
+    assert run.info.status == "FINISHED" and run.info.run_name == f"synthetic · iclfs · {version}"
     assert run.data.params["training.epochs"] == "2"
     assert run.data.params["selection.k_values"] == "[5, 10]"
+    assert not any(key.startswith("baselines.") for key in run.data.params)  # the method's own parameters only
+    assert run.data.tags["runner"] == "SequentialRunner" and run.data.tags["data_source"] == "synthetic"
     client = mlflow.MlflowClient()
-    assert [m.step for m in client.get_metric_history(run.info.run_id, "training_loss")] == [0, 1]
-    assert [m.step for m in client.get_metric_history(run.info.run_id, "evaluation.accuracy_mean")] == [5, 10]
-    assert "evaluation.best_k" in run.data.metrics
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "loss")] == [1, 2]  # one value an epoch
+    # metrics at the list's k under plain names: never a step per k
+    assert run.data.metrics["k"] == 5 and {"accuracy", "best_k", "best_accuracy"} <= set(run.data.metrics)
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "accuracy")] == [0]
+    assert table.set_index("k").loc[5, "accuracy_mean"] == pytest.approx(run.data.metrics["accuracy"])
+    (used,) = run.inputs.dataset_inputs
+    assert used.dataset.name == "synthetic" and used.dataset.digest
     artifacts = {a.path for folder in ("model", "plots", "tables")
                  for a in client.list_artifacts(run.info.run_id, folder)}
     assert {"model/model_state.pt", "plots/accuracy_vs_k.png", "plots/training_loss.png",
-            "tables/selected_features.csv", "tables/evaluation_table.csv"} <= artifacts
+            "tables/selections.csv", "tables/evaluation_table.csv", "tables/metrics_per_k.csv"} <= artifacts
 
 
 @pytest.mark.slow
@@ -134,10 +140,10 @@ def test_run_killed_mid_training_leaves_earlier_versions_intact(project, signal_
         )
         try:
             deadline = time.time() + 300
-            while "Running node: train_model" not in log.read_text() and time.time() < deadline \
+            while "Running node: train_members" not in log.read_text() and time.time() < deadline \
                     and process.poll() is None:
                 time.sleep(0.5)
-            assert "Running node: train_model" in log.read_text(), log.read_text()[-2000:]
+            assert "Running node: train_members" in log.read_text(), log.read_text()[-2000:]
             time.sleep(3.0)  # well inside the 100000 epochs
             process.send_signal(getattr(signal, signal_name))
             process.wait(timeout=60)
@@ -153,7 +159,7 @@ def test_run_killed_mid_training_leaves_earlier_versions_intact(project, signal_
     assert not any("06_models" in p for p in set(after) - set(before)), "the killed run saved a model"
 
     run_session(project)
-    assert len(versions(project, "07_model_output/synthetic/selected_features.csv")) == 2
+    assert len(versions(project, "07_model_output/synthetic/selections.csv")) == 2
     assert len(versions(project, "06_models/synthetic/model_state.pt")) == 2
 
 
@@ -168,9 +174,9 @@ def test_select_on_an_unlabeled_csv_twice_reports_what_changed(project):
     (project / "conf/local/catalog.yml").write_text(yaml.safe_dump(catalog))
 
     run_session(project, pipeline_names=["select"], runtime_params={"data_source": "expression"})
-    (first,) = versions(project, "07_model_output/expression/selected_feature_list.csv")
-    listing = pd.read_csv(project / "data/07_model_output/expression/selected_feature_list.csv" / first
-                          / "selected_feature_list.csv")
+    (first,) = versions(project, "07_model_output/expression/feature_list.csv")
+    listing = pd.read_csv(project / "data/07_model_output/expression/feature_list.csv" / first
+                          / "feature_list.csv")
     assert listing["feature_name"].str.startswith("gene_").all() and len(listing) == 5
     reduced = pd.read_parquet(project / "data/07_model_output/expression/reduced_data.parquet" / first
                               / "reduced_data.parquet")
@@ -184,14 +190,14 @@ def test_select_on_an_unlabeled_csv_twice_reports_what_changed(project):
 
     # without carrying, the second run is the same run again (carried refreshes: tests/pipelines/test_carry.py)
     run_session(project, pipeline_names=["select"],
-                runtime_params={"data_source": "expression", "history": {"carry": False}})
+                runtime_params={"data_source": "expression", "members": {"carry": False}})
     second = versions(project, "08_reporting/expression/selection_stability.json")[-1]
     stability = json.loads((project / "data/08_reporting/expression/selection_stability.json" / second
                             / "selection_stability.json").read_text())
     assert stability["previous_version"] == first
     assert stability["per_k"]["5"]["jaccard"] == 1.0  # same data, same seed
     runs = mlflow_runs(project)
-    assert mlflow.MlflowClient().get_metric_history(runs[-1].info.run_id, "stability.jaccard")
+    assert runs[-1].data.metrics["jaccard"] == 1.0 and "jaccard" not in runs[0].data.metrics
 
 
 @pytest.mark.slow
@@ -226,11 +232,22 @@ def test_unreachable_mlflow_server_fails_fast_with_the_uri_named(project):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     conf = yaml.safe_load((project / "conf/local/mlflow.yml").read_text())
-    conf["server"]["mlflow_tracking_uri"] = f"http://127.0.0.1:{port}"
+    conf["tracking_uri"] = f"http://127.0.0.1:{port}"
     (project / "conf/local/mlflow.yml").write_text(yaml.safe_dump(conf))
-    with pytest.raises(ConnectionError, match=rf"MLflow tracking server http://127.0.0.1:{port} .* does not answer"):
+    with pytest.raises(ConnectionError, match=rf"MLflow tracking store http://127.0.0.1:{port} .* does not answer"):
         run_session(project)
     assert not (project / "data").exists()
+
+
+def test_an_old_key_in_local_parameters_keeps_working_with_a_warning(project, caplog):
+    """consensus.members and history.carry moved to members: a user's conf keeps working for one version."""
+    (project / "conf/local/parameters.yml").write_text(yaml.safe_dump({"consensus": {"members": 3},
+                                                                       "history": {"carry": False}}))
+    with KedroSession.create(project_path=project) as session:
+        params = session.load_context().params
+    assert "consensus" not in params and "history" not in params
+    assert params["members"]["per_run"] == 3 and params["members"]["carry"] is False
+    assert "parameter consensus.members is now members.per_run" in caplog.text
 
 
 def test_local_parameters_override_single_keys_of_a_section(project):
@@ -240,5 +257,5 @@ def test_local_parameters_override_single_keys_of_a_section(project):
     with KedroSession.create(project_path=project) as session:
         params = session.load_context().params
     assert params["selection"] == {"k": 4, "k_values": [4, 8], "use_lgrc": True, "alpha": 1.5, "quantile": 0.75,
-                                   "auto_frequency": 0.5, "method": "iclfs", "n_clusters": None}
+                                   "method": "iclfs", "n_clusters": None}
     assert params["training"]["epochs"] == 1 and params["training"]["temperature"] == 0.05

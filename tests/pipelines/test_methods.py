@@ -6,7 +6,7 @@ import pytest
 
 from iclfs import baselines
 from iclfs.method.config import ParameterError
-from iclfs.method.history import MemberHistory
+from iclfs.method.ranking import MemberHistory
 from iclfs.method.preprocessing import prepare
 from tests.pipelines.test_pipelines import run_pipeline
 
@@ -24,14 +24,14 @@ def test_select_hands_on_the_methods_own_selection_with_every_artifact(tiny_tabl
     catalog = run_pipeline("select", parameters, raw_data=tiny_table)
     X = prepare(tiny_table).standardized
     direct = baselines.run(method, X, [5, 10], n_clusters=2, seed=42, options=parameters["baselines"][method])
-    listing = catalog.load("selected_feature_list")
+    listing = catalog.load("feature_list")
     assert sorted(listing["feature_index"]) == sorted(direct.selections[5].tolist())  # the registry's, exactly
     assert listing["member_frequency"].tolist() == [1.0] * 5
-    selected = catalog.load("selected_features")
+    selected = catalog.load("selections")
     assert sorted(selected.loc[selected["k"] == 10, "feature_index"]) == sorted(direct.selections[10].tolist())
     ranking = catalog.load("feature_ranking")
     assert ranking["score_name"].iloc[0] == f"{baselines.REGISTRY[method].name} score"
-    history = catalog.load("training_history")
+    history = catalog.load("training_log")
     assert set(history["method"]) == {baselines.REGISTRY[method].name} and catalog.load("model_state") == {}
     assert catalog.load("run_report").count(baselines.REGISTRY[method].name) >= 1
     assert catalog.load("k_choice") == {"k": 5, "reason": "selection.k = 5"}
@@ -49,7 +49,7 @@ def test_a_method_that_needs_the_number_of_clusters_is_refused_before_any_node(t
 
 def test_a_seeded_method_carries_its_members_and_another_method_sets_them_aside(tiny_table, fast_parameters):
     parameters = with_method(fast_parameters, "ndfs", n_clusters=2)
-    parameters["history"] = {**parameters["history"], "carry": True}
+    parameters["members"] = {**parameters["members"], "carry": True}
     first = run_pipeline("select", parameters, raw_data=tiny_table)
     history = first.load("member_history")
     assert [m.method for m in history.members] == ["ndfs"]
@@ -57,7 +57,7 @@ def test_a_seeded_method_carries_its_members_and_another_method_sets_them_aside(
                           previous_member_history=_stored(history))
     assert [m.method for m in second.load("member_history").members] == ["ndfs", "ndfs"]
     assert second.load("history_start")["seed"] != 42  # the second member's own seed
-    iclfs = {**fast_parameters, "history": {**fast_parameters["history"], "carry": True}}
+    iclfs = {**fast_parameters, "members": {**fast_parameters["members"], "carry": True}}
     third = run_pipeline("select", iclfs, raw_data=tiny_table,
                          previous_member_history=_stored(second.load("member_history")))
     assert "holds members of ndfs" in third.load("history_start")["note"]

@@ -52,7 +52,7 @@ def test_notebook_has_a_parameters_cell_and_names_only_current_artifacts():
     (parameters,) = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
     assert "DATA_SOURCE = None" in parameters.source and "ENV = None" in parameters.source
     code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
-    for name in ("member_scores", "feature_ranking", "selected_feature_list", "k_choice", "run_report"):
+    for name in ("member_scores", "feature_ranking", "feature_list", "k_choice", "run_report"):
         assert f'"{name}"' in code, name
     for gone in ("embeddings", "feature_scores"):
         assert gone not in code, gone
@@ -76,7 +76,7 @@ def test_notebook_runs_after_a_default_run(project):
     assert report_path.is_file() and report_path.name == "run_report.html"
     assert report_path.parent.parent == project / "data/08_reporting/synthetic/run_report.html"
     # the report is the one this run wrote: same version folder as the list it shows
-    (version,) = [p.name for p in (project / "data/07_model_output/synthetic/selected_feature_list.csv").iterdir()]
+    (version,) = [p.name for p in (project / "data/07_model_output/synthetic/feature_list.csv").iterdir()]
     assert report_path.parent.name == version
     page = report_path.read_text()
     assert all(str(name) in page for name in ns["listing"]["feature_name"])

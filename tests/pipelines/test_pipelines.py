@@ -10,7 +10,7 @@ from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 
 from iclfs.method.config import ParameterError
-from iclfs.method.history import MemberHistory
+from iclfs.method.ranking import MemberHistory
 from iclfs.method.preprocessing import DataValidationError, FeatureTable
 from iclfs.pipeline_registry import STAGES, register_pipelines
 from iclfs.pipelines.hooks import ParameterCheckHook
@@ -38,8 +38,8 @@ def make_catalog(params: dict, **data) -> DataCatalog:
 
 def run_pipeline(name: str, params: dict, **data) -> DataCatalog:
     """Run a registered pipeline as a Kedro session does: the parameter check first, then the nodes."""
-    data.setdefault("previous_selected_features", pd.DataFrame())
-    data.setdefault("previous_feature_lists", pd.DataFrame())
+    data.setdefault("previous_selections", pd.DataFrame())
+    data.setdefault("previous_lists", pd.DataFrame())
     data.setdefault("previous_member_history", MemberHistory())
     catalog = make_catalog(params, **data)
     pipeline = register_pipelines()[name]
@@ -54,22 +54,21 @@ def test_registry_has_every_stage_and_default_chains_them():
         pipelines)
     default = pipelines["__default__"]
     # Each node takes the sections it needs; none takes the whole parameters dict.
-    assert default.inputs() == {"raw_data", "previous_selected_features", "previous_feature_lists",
+    assert default.inputs() == {"raw_data", "previous_selections", "previous_lists",
                                 "previous_member_history"} | {
-        f"params:{p}" for p in ("selection", "views", "seed", "training", "runtime", "consensus", "ranking",
-                                "laplacian", "evaluation", "history", "baselines")}
+        f"params:{p}" for p in ("selection", "views", "seed", "training", "runtime", "members", "ranking",
+                                "laplacian", "evaluation", "baselines")}
     expected = {"standardized_data", "inverted_data", "labels", "feature_names", "ground_truth", "view_sample",
-                "view_statistics", "model_state", "training_history", "training_loss", "training_loss_plot",
-                "member_scores", "history_start", "member_history", "feature_ranking", "consensus_metrics",
-                "laplacian_scores", "selected_features",
-                "evaluation_table", "evaluation_summary", "evaluation_metrics", "accuracy_vs_k", "k_choice",
-                "selection_metrics", "selected_feature_list", "reduced_data", "selection_stability",
-                "stability_metrics", "score_distribution_plot", "run_report"}
+                "view_statistics", "model_state", "training_log", "training_loss_plot",
+                "member_scores", "history_start", "member_history", "feature_ranking",
+                "laplacian_scores", "selections",
+                "evaluation_table", "evaluation_summary", "accuracy_vs_k", "k_choice",
+                "feature_list", "reduced_data", "selection_stability", "score_distribution_plot", "run_report"}
     assert expected == default.all_outputs()
     select = pipelines["select"]
     assert "view_sample" not in select.all_outputs()
     assert {"evaluation_table", "run_report"} <= select.all_outputs()
-    assert {"selected_feature_list", "reduced_data", "selection_stability"} <= select.all_outputs()
+    assert {"feature_list", "reduced_data", "selection_stability"} <= select.all_outputs()
 
 
 def test_every_catalog_entry_of_the_default_pipeline_is_declared(base_parameters):
@@ -108,13 +107,12 @@ def test_default_pipeline_end_to_end(tiny_table, fast_parameters):
     assert catalog.load("feature_names") == list(tiny_table.feature_names)
     assert len(catalog.load("labels")["codes"]) == 40
 
-    history = catalog.load("training_history")
+    history = catalog.load("training_log")
     assert list(history["epoch"]) == [1, 2] and np.isfinite(history["loss"]).all()
     assert set(history["member"]) == {0} and set(history["member_seed"]) == {fast_parameters["seed"]}
     assert set(history["precision"]) == {"fp32"} and set(history["threads"]) == {1}
     # the choices made for this machine: fused attention below 1000 samples; one InfoNCE block holds all 40 rows
     assert set(history["attention_kernel"]) == {"fused"} and set(history["loss_block_rows"]) == {40}
-    assert catalog.load("training_loss") == history["loss"].tolist()
     state = catalog.load("model_state")
     assert isinstance(state, dict) and all(isinstance(v, torch.Tensor) for v in state.values())
     scores = catalog.load("member_scores")
@@ -125,10 +123,10 @@ def test_default_pipeline_end_to_end(tiny_table, fast_parameters):
     assert sorted(ranking["feature_index"]) == list(range(40)) and list(ranking["rank"]) == list(range(1, 41))
     assert ranking["score"].is_monotonic_decreasing
     np.testing.assert_allclose(ranking.sort_values("feature_index")["score"], scores["z_norm"][0])
-    # one member, the first of the data source's history (carried by default): nothing to agree on yet
-    assert catalog.load("consensus_metrics") == {"carried_members": [{"value": 1.0, "step": 0}]}
+    # one member, the first of the data source's history (carried by default): its own order
+    assert (ranking["members_seen"] == 1).all() and len(catalog.load("member_history").members) == 1
 
-    selected = catalog.load("selected_features")
+    selected = catalog.load("selections")
     assert selected.groupby("k").size().to_dict() == {5: 5, 10: 10}
     names = dict(zip(ranking["feature_index"], ranking["feature_name"]))
     assert all(names[i] == n for i, n in zip(selected["feature_index"], selected["feature_name"]))
@@ -139,47 +137,44 @@ def test_default_pipeline_end_to_end(tiny_table, fast_parameters):
     assert {"nmi_mean", "informative_recall"} <= set(table.columns)
     summary = catalog.load("evaluation_summary")
     assert summary["best_k"] in (5, 10) and summary["labels"] is True
-    metrics = catalog.load("evaluation_metrics")
-    assert [m["step"] for m in metrics["accuracy_mean"]] == [5, 10]
 
 
 def test_consensus_pipeline_keeps_every_members_rank_and_their_agreement(tiny_table, fast_parameters):
-    fast_parameters["consensus"] = {**fast_parameters["consensus"], **CONSENSUS_OVERRIDES["consensus"]}
+    fast_parameters["members"] = {**fast_parameters["members"], **CONSENSUS_OVERRIDES["members"]}
     fast_parameters["selection"]["k"] = "auto"
     catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
-    history = catalog.load("training_history")
+    history = catalog.load("training_log")
     assert sorted(set(history["member"])) == [0, 1, 2] and set(history["n_samples"]) == {20}
     assert len(set(history["member_seed"])) == 3
     ranking = catalog.load("feature_ranking")
     assert {"member_0_rank", "member_1_rank", "member_2_rank", "top_5_frequency", "top_10_frequency"} <= set(ranking)
     assert not (ranking["member_0_rank"] == ranking["member_1_rank"]).all()  # the members differ
     assert set(ranking["top_5_frequency"]) <= {0, 1 / 3, 2 / 3, 1}
-    assert [m["step"] for m in catalog.load("consensus_metrics")["member_jaccard"]] == [5, 10]
     assert set(catalog.load("model_state")) == {"member_0", "member_1", "member_2"}
     choice = catalog.load("k_choice")
     assert choice["k"] in (5, 10) and choice["reason"] and set(choice["agreement"]) == {"5", "10"}
-    assert len(catalog.load("selected_feature_list")) == choice["k"]
-    assert "member_frequency" in catalog.load("selected_features")
+    assert len(catalog.load("feature_list")) == choice["k"]
+    assert "member_frequency" in catalog.load("selections")
 
 
 def test_feature_blocks_through_the_pipeline_one_network_per_block(tiny_table, fast_parameters):
-    fast_parameters["consensus"] = {**fast_parameters["consensus"], **CONSENSUS_OVERRIDES["consensus"],
-                                    "members": 2, "feature_blocks": 2}
+    fast_parameters["members"] = {**fast_parameters["members"], **CONSENSUS_OVERRIDES["members"],
+                                  "per_run": 2, "feature_blocks": 2}
     catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
-    history = catalog.load("training_history")
+    history = catalog.load("training_log")
     networks = history.groupby(["member", "block"])["n_features"].first().to_dict()
     assert networks == {(0, 0): 20, (0, 1): 20, (1, 0): 20, (1, 1): 20}
     assert set(catalog.load("model_state")) == {f"member_{m}_block_{b}" for m in (0, 1) for b in (0, 1)}
     assert catalog.load("member_scores")["z_norm"].shape == (2, 40)
     assert catalog.load("view_sample")["light"].shape == (20, 20)  # the first network: 20 features, 20 samples
-    assert len(catalog.load("selected_features").query("k == 5")) == 5
+    assert len(catalog.load("selections").query("k == 5")) == 5
 
 
 def test_lgrc_disabled_takes_the_first_k_of_the_order(tiny_table, fast_parameters):
     fast_parameters["selection"]["use_lgrc"] = False
     catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
     ranking = catalog.load("feature_ranking")["feature_index"].to_numpy()
-    selected = catalog.load("selected_features")
+    selected = catalog.load("selections")
     for k, group in selected.groupby("k"):
         np.testing.assert_array_equal(group["feature_index"].to_numpy(), ranking[:k])
 
@@ -233,7 +228,6 @@ def test_evaluation_without_labels_skips_kmeans(tiny_table, fast_parameters):
     table = catalog.load("evaluation_table")
     assert list(table.columns) == ["k"]
     assert catalog.load("evaluation_summary")["labels"] is False
-    assert catalog.load("evaluation_metrics") == {}
 
 
 @pytest.mark.parametrize(
@@ -246,7 +240,7 @@ def test_evaluation_without_labels_skips_kmeans(tiny_table, fast_parameters):
     ],
 )
 def test_bad_input_fails_in_the_first_node_before_any_output(table, message, fast_parameters):
-    catalog = make_catalog(fast_parameters, raw_data=table, previous_selected_features=pd.DataFrame())
+    catalog = make_catalog(fast_parameters, raw_data=table, previous_selections=pd.DataFrame())
     with pytest.raises(DataValidationError, match=message):
         SequentialRunner().run(register_pipelines()["__default__"], catalog)
     assert "standardized_data" not in catalog or not catalog["standardized_data"].exists()
@@ -256,7 +250,7 @@ def test_a_k_grid_above_d_is_trimmed_but_the_production_k_above_d_is_refused(fas
     table = FeatureTable(X=np.random.default_rng(0).normal(size=(12, 8)))
     fast_parameters["selection"] = {**fast_parameters["selection"], "k": 5, "k_values": [5, 50]}
     catalog = run_pipeline("select", fast_parameters, raw_data=table)
-    assert sorted(set(catalog.load("selected_features")["k"])) == [5]
+    assert sorted(set(catalog.load("selections")["k"])) == [5]
     assert "k = 50 of selection.k_values are left out" in caplog.text
     fast_parameters["selection"] = {**fast_parameters["selection"], "k": 50, "k_values": [5, 50]}
     with pytest.raises(DataValidationError, match="8 feature.*selection.k is 50"):
@@ -279,7 +273,8 @@ def test_a_k_grid_above_d_is_trimmed_but_the_production_k_above_d_is_refused(fas
         ("laplacian", "n_neighbors", 40, "laplacian.n_neighbors = 40 is invalid: expected fewer than the 40 samples"),
         ("evaluation", "n_runs", 0, "evaluation.n_runs = 0 is invalid"),
         ("selection", "k", 7, r"selection.k = 7 is invalid: expected 'auto' or one of selection.k_values \[5, 10\]"),
-        ("consensus", "members", 0, "consensus.members = 0 is invalid"),
+        ("members", "per_run", 0, "members.per_run = 0 is invalid"),
+        ("selection", "alpha", float("inf"), "selection.alpha = inf is invalid: expected a finite number"),
     ],
 )
 def test_bad_parameters_fail_before_any_output(tiny_table, fast_parameters, section, key, value, message):
@@ -292,7 +287,7 @@ def test_bad_parameters_fail_before_any_output(tiny_table, fast_parameters, sect
 def test_every_section_is_checked_before_the_first_node(tiny_table, fast_parameters):
     """A bad key of a section the first node does not read (ranking) still stops the run before it."""
     fast_parameters["ranking"]["score"] = "l2"
-    catalog = make_catalog(fast_parameters, raw_data=tiny_table, previous_selected_features=pd.DataFrame())
+    catalog = make_catalog(fast_parameters, raw_data=tiny_table, previous_selections=pd.DataFrame())
     with pytest.raises(ParameterError, match="ranking.score"):
         ParameterCheckHook().before_pipeline_run(run_params={}, pipeline=register_pipelines()["__default__"],
                                                  catalog=catalog)
@@ -304,11 +299,11 @@ def test_same_data_parameters_seed_and_threads_give_the_identical_selection_on_c
                                                                                    consensus):
     fast_parameters["runtime"]["device"] = "cpu"
     if consensus:
-        fast_parameters["consensus"] = CONSENSUS_OVERRIDES["consensus"]
+        fast_parameters["members"] = CONSENSUS_OVERRIDES["members"]
     first = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
     second = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
     pd.testing.assert_frame_equal(first.load("feature_ranking"), second.load("feature_ranking"))
-    pd.testing.assert_frame_equal(first.load("selected_features"), second.load("selected_features"))
+    pd.testing.assert_frame_equal(first.load("selections"), second.load("selections"))
     np.testing.assert_array_equal(first.load("member_scores")["z_norm"], second.load("member_scores")["z_norm"])
 
 
@@ -321,11 +316,9 @@ def test_constant_and_near_constant_features_never_produce_nan(tiny_table, fast_
     table = FeatureTable(X=X, y=tiny_table.y, feature_names=tiny_table.feature_names)
     catalog = run_pipeline("__default__", fast_parameters, raw_data=table)
     assert np.isfinite(catalog.load("standardized_data")).all()
-    for name in ("feature_ranking", "selected_features", "evaluation_table"):
+    for name in ("feature_ranking", "selections", "evaluation_table"):
         frame = catalog.load(name).select_dtypes("number")
-        lists = [column for column in frame if column.startswith("list_")]  # empty where not on the list
-        assert all(frame[c].notna().sum() == int(c.split("_")[1]) for c in lists), name
-        assert not frame.drop(columns=lists).isna().any().any(), name
+        assert not frame.isna().any().any(), name
     ls = catalog.load("laplacian_scores").set_index("feature_index")["laplacian_score"]
     assert np.isinf(ls[[0, 1]]).all() and np.isfinite(ls[2])
     assert all(np.isfinite(v).all() for v in catalog.load("member_scores").values())
@@ -334,7 +327,7 @@ def test_constant_and_near_constant_features_never_produce_nan(tiny_table, fast_
 def test_select_publishes_a_named_list_the_reduced_data_and_stability(tiny_table, fast_parameters):
     unlabeled = FeatureTable(X=tiny_table.X, feature_names=tiny_table.feature_names)
     first = run_pipeline("select", fast_parameters, raw_data=unlabeled)
-    listing = first.load("selected_feature_list")
+    listing = first.load("feature_list")
     assert list(listing.columns) == ["rank", "feature_name", "feature_index", "score", "laplacian_score",
                                      "member_frequency"]
     assert set(listing["member_frequency"]) <= {0.0, 1.0}  # one member: in its first 5, or swapped in by LGRC
@@ -345,56 +338,53 @@ def test_select_publishes_a_named_list_the_reduced_data_and_stability(tiny_table
     np.testing.assert_array_equal(reduced.to_numpy(), np.asarray(tiny_table.X)[:, listing["feature_index"]])
     assert first.load("selection_stability")["previous_version"] is None
 
-    previous = first.load("selected_features").copy()
+    previous = first.load("selections").copy()
     previous.attrs["version"] = "2026-01-01T00.00.00.000Z"
     previous.loc[previous["k"] == 5, "feature_name"] = ["gone"] + previous.loc[previous["k"] == 5, "feature_name"].tolist()[1:]
-    second = run_pipeline("select", fast_parameters, raw_data=unlabeled, previous_selected_features=previous)
+    second = run_pipeline("select", fast_parameters, raw_data=unlabeled, previous_selections=previous)
     stability = second.load("selection_stability")
     assert stability["previous_version"] == "2026-01-01T00.00.00.000Z"
     assert stability["per_k"][10]["jaccard"] == 1.0
     assert stability["per_k"][10]["rank_correlation"] == pytest.approx(1.0)
     assert stability["per_k"][5]["left"] == ["gone"] and stability["per_k"][5]["entered"] == [listing["feature_name"][0]]
     assert stability["per_k"][5]["jaccard"] == 4 / 6
-    assert [m["step"] for m in second.load("stability_metrics")["jaccard"]] == [5, 10]
 
 
-def test_a_carrying_run_with_a_hold_hands_on_the_lists_it_recorded_held_to_the_last_ones():
-    from iclfs.method.chain import select
+def test_a_carrying_run_holds_each_list_to_the_last_list_handed_on_in_the_lgrc_stage():
     from iclfs.method.config import SelectionConfig, Settings
-    from iclfs.method.history import carried_laplacian, hold
+    from iclfs.method.lgrc import hold, select_every_k as select
+    from iclfs.method.ranking import carried_laplacian
     from iclfs.pipelines.lgrc.nodes import select_every_k
     from iclfs.pipelines.ranking.nodes import rank_features
 
     rng = np.random.default_rng(4)
     names = [f"g{j}" for j in range(30)]
-    parameters = Settings().with_overrides(
-        "selection.k=5,selection.k_values=[5,10],history.hold=2.0,history.admit=5.0,history.laplacian=carried"
-    ).to_parameters()
-    sections = {key: parameters[key] for key in ("ranking", "consensus", "selection")}
-    history, handed_on = MemberHistory(), []
+    parameters = Settings().with_overrides("selection.k=5,selection.k_values=[5,10]").to_parameters()
+    sections = {key: parameters[key] for key in ("ranking", "members", "selection")}
+    history, handed_on, previous = MemberHistory(), [], pd.DataFrame()
     for run in range(3):
         member_scores = {"z_norm": rng.random((1, 30)), "seed": np.array([run]), "seconds": np.ones(1)}
         laplacian = pd.DataFrame({"feature_index": np.arange(30), "laplacian_score": rng.random(30)})
-        table, _, history = rank_features(member_scores, names, laplacian, {"fingerprint": str(run)}, history,
-                                          **sections, history=parameters["history"])
-        selected = select_every_k(table, laplacian, sections["selection"])
-        lists = {k: tuple(group["feature_name"]) for k, group in selected.groupby("k")}
-        assert history.lists == lists  # what the history records is exactly what was handed on
-        handed_on.append(lists)
-    # the third run's list at 5: the second's features among its wider selection (2 x 5 by the carried
-    # Laplacian scores) stay, the best of the others fill the rest; the wider selection's first (5 / admit 5)
-    # is in whatever the last list
+        start = {"carry": True, "members": len(history.members), "note": None}
+        table, history = rank_features(member_scores, names, laplacian, {"fingerprint": str(run)}, history,
+                                       **sections)
+        assert not any(c.startswith("list_") for c in table.columns)  # the ranking stage orders; lgrc selects
+        selected = select_every_k(table, laplacian, previous, start, sections["selection"])
+        handed_on.append({k: tuple(group["feature_name"]) for k, group in selected.groupby("k")})
+        previous = selected
+    # the third run's list at 5: the second's features among its wider selection (3 x 5, gated by the members'
+    # mean Laplacian scores) stay, the best of the others fill the rest, the first 5 / 2 always enter
     gate = carried_laplacian(history, names, float("inf"))
-    wider = select(table["feature_index"].to_numpy(), gate, SelectionConfig(), [10])[10]
-    assert [names[j] for j in hold(handed_on[1][5], wider, names, 5, admit=5.0)] == list(handed_on[2][5])
-    assert names[wider[0]] in handed_on[2][5]
+    wider = select(table["feature_index"].to_numpy(), gate, SelectionConfig(), [15])[15]
+    assert [names[j] for j in hold(handed_on[1][5], wider, names, 5)] == list(handed_on[2][5])
+    assert {names[j] for j in wider[:3]} <= set(handed_on[2][5])
     assert set(handed_on[2][5]) != {names[j] for j in wider[:5]}  # the hold kept what a plain list would drop
 
 
 @pytest.mark.parametrize("members", [1, 2])
 def test_a_first_carrying_run_hands_on_exactly_what_a_run_without_carrying_does(members):
     from iclfs.method.config import Settings
-    from iclfs.pipelines.lgrc.nodes import select_every_k
+    from iclfs.pipelines.lgrc.nodes import select_every_k, select_one_run
     from iclfs.pipelines.ranking.nodes import rank_features, rank_one_run
 
     rng = np.random.default_rng(3)
@@ -402,19 +392,14 @@ def test_a_first_carrying_run_hands_on_exactly_what_a_run_without_carrying_does(
     member_scores = {"z_norm": rng.random((members, 12)), "seed": np.arange(members), "seconds": np.ones(members)}
     laplacian = pd.DataFrame({"feature_index": np.arange(12), "laplacian_score": rng.random(12)})
     parameters = Settings().with_overrides("selection.k=5,selection.k_values=[5,10]").to_parameters()
-    sections = {key: parameters[key] for key in ("ranking", "consensus", "selection")}
-    table, metrics, carried = rank_features(member_scores, names, laplacian, {"fingerprint": "f"}, MemberHistory(),
-                                            **sections, history=parameters["history"])
-    alone, alone_metrics = rank_one_run(member_scores, names, laplacian, **sections)
-    lists = ["list_5_rank", "list_10_rank"]
-    pd.testing.assert_frame_equal(table.drop(columns=["members_seen", *lists]), alone)
-    # the lists it made and recorded are the ones the selection stage would make without carrying
-    pd.testing.assert_frame_equal(select_every_k(table, laplacian, sections["selection"]),
-                                  select_every_k(alone, laplacian, sections["selection"]))
-    assert carried.lists == {k: tuple(group["feature_name"]) for k, group in
-                             select_every_k(alone, laplacian, sections["selection"]).groupby("k")}
+    sections = {key: parameters[key] for key in ("ranking", "members", "selection")}
+    table, carried = rank_features(member_scores, names, laplacian, {"fingerprint": "f"}, MemberHistory(),
+                                   **sections)
+    alone = rank_one_run(member_scores, names, laplacian, **sections)
+    pd.testing.assert_frame_equal(table.drop(columns=["members_seen"]), alone)
+    start = {"carry": True, "members": 0, "note": None}
+    pd.testing.assert_frame_equal(select_every_k(table, laplacian, pd.DataFrame(), start, sections["selection"]),
+                                  select_one_run(alone, laplacian, sections["selection"]))
     assert (table["members_seen"] == members).all() and len(carried.members) == members
-    assert metrics == {**alone_metrics, "carried_members": [{"value": float(members), "step": 0}]}
-    again, _, twice = rank_features(member_scores, names, laplacian, {"fingerprint": "g"}, carried, **sections,
-                                    history=parameters["history"])
-    assert len(twice.members) == 2 * members and again["score_name"].iloc[0].startswith("carried mean_rank")
+    again, twice = rank_features(member_scores, names, laplacian, {"fingerprint": "g"}, carried, **sections)
+    assert len(twice.members) == 2 * members and again["score_name"].iloc[0].startswith("carried mean rank")

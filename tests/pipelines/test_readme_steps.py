@@ -23,7 +23,7 @@ def test_a_tsv_of_genes_by_samples_without_labels_follows_the_readme(project, ca
                 runtime_params={"input": str(project / "expr.tsv"), "orientation": "features_in_rows"})
 
     # the README's literal paths, under the data source named after the file
-    (listing,) = glob.glob(str(project / "data/07_model_output/expr/selected_feature_list.csv/*/selected_feature_list.csv"))
+    (listing,) = glob.glob(str(project / "data/07_model_output/expr/feature_list.csv/*/feature_list.csv"))
     selected = pd.read_csv(listing)
     assert len(selected) == 5 and set(selected["feature_name"]) <= set(genes)
     (reduced,) = glob.glob(str(project / "data/07_model_output/expr/reduced_data.parquet/*/reduced_data.parquet"))

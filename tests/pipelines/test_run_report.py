@@ -28,7 +28,7 @@ def ranking_of(order: list[int], names: list[str] = NAMES) -> pd.DataFrame:
 
 
 def selection_of(ranking: pd.DataFrame, chosen: list[int], laplacian: np.ndarray) -> pd.DataFrame:
-    """A selected_feature_list with ``chosen`` (feature indices, best first)."""
+    """A feature_list with ``chosen`` (feature indices, best first)."""
     by_index = ranking.set_index("feature_index")
     return pd.DataFrame({
         "rank": np.arange(1, len(chosen) + 1),
@@ -52,8 +52,8 @@ def inputs() -> dict:
         "standardized_data": rng.normal(size=(30, 8)).astype(np.float32),
         "labels": {"classes": ["a<1", "b&2"], "codes": [i % 2 for i in range(30)]},
         "k_choice": {"k": 3, "reason": "selection.k = 3"},
-        "selected_feature_list": selected,
-        "training_history": pd.DataFrame({"member": [0, 0, 1, 1], "epoch": [1, 2, 1, 2],
+        "feature_list": selected,
+        "training_log": pd.DataFrame({"member": [0, 0, 1, 1], "epoch": [1, 2, 1, 2],
                                           "loss": [4.0, 3.0, 4.1, 3.2], "schedule": "fast", "device": "cpu"}),
         "feature_ranking": ranking,
         "laplacian_scores": pd.DataFrame({"feature_index": range(8), "feature_name": NAMES,
@@ -100,7 +100,7 @@ def test_swaps_do_not_depend_on_row_order():
 
 
 def test_lgrc_section_lists_both_sides(inputs):
-    html = report.lgrc_section(inputs["feature_ranking"], inputs["laplacian_scores"], inputs["selected_feature_list"])
+    html = report.lgrc_section(inputs["feature_ranking"], inputs["laplacian_scores"], inputs["feature_list"])
     assert "swapped 1 feature(s) in and 1 out at k = 3" in html
     assert '<span class="in">swapped in</span></td><td class="text">eps$ilon' in html
     assert '<span class="out">swapped out</span></td><td class="text">alpha' in html
@@ -172,7 +172,7 @@ def test_without_labels_known_informative_features_are_still_reported(inputs):
 
 def test_the_page_is_self_contained_with_every_section_and_figure(inputs):
     inputs["feature_ranking"]["top_3_frequency"] = 0.5
-    inputs["selected_feature_list"]["member_frequency"] = [1.0, 0.5, 0.5]
+    inputs["feature_list"]["member_frequency"] = [1.0, 0.5, 0.5]
     inputs["k_choice"] = {"k": 3, "reason": "auto: the largest k the members agree on", "agreement": {"3": 0.9}}
     page = report.run_report(**inputs)
     assert page.startswith("<!DOCTYPE html>") and page.isascii()
@@ -199,14 +199,17 @@ def test_pca_of_one_column_and_of_one_sample():
 
 
 def test_a_single_selected_feature_still_gives_a_page(inputs):
-    inputs["selected_feature_list"] = inputs["selected_feature_list"].head(1)
+    inputs["feature_list"] = inputs["feature_list"].head(1)
     inputs["k_choice"] = {"k": 1, "reason": "selection.k = 1"}
     page = report.run_report(**inputs)
     assert page.count("<img") == 5 and "<p>1 feature, best first.</p>" in page
 
 
 def _stability_after(earlier_lists: list[list[str]], current: list[str], members: int) -> tuple[dict, dict]:
-    """compare_with_previous for a list after ``earlier_lists``, with ``members`` members' ranks."""
+    """compare_with_previous for a list after ``earlier_lists``, with ``members`` members' ranks, and the MLflow
+    metrics the tracking hook logs from it."""
+    from iclfs.pipelines.tracking import run_metrics
+
     names = list("abcdefgh")
     ranking = pd.DataFrame({"rank": np.arange(1, 9), "feature_index": np.arange(8), "feature_name": names})
     for m in range(members):
@@ -215,9 +218,10 @@ def _stability_after(earlier_lists: list[list[str]], current: list[str], members
     earlier = pd.DataFrame([{"version": f"v{i}", "rank": r + 1, "feature_name": n}
                             for i, names_i in enumerate(earlier_lists) for r, n in enumerate(names_i)],
                            columns=["version", "rank", "feature_name"])
-    return compare_with_previous(pd.DataFrame(columns=["k", "rank", "feature_name"]),
-                                 pd.DataFrame(columns=["k", "rank", "feature_name"]), listed, earlier, ranking,
-                                 {"carry": True})
+    summary = compare_with_previous(pd.DataFrame(columns=["k", "rank", "feature_name"]),
+                                    pd.DataFrame(columns=["k", "rank", "feature_name"]), listed, earlier, ranking,
+                                    {"carry": True})
+    return summary, run_metrics(lambda name: summary if name == "selection_stability" else None)[0]
 
 
 def test_two_lists_give_phi_without_an_interval_and_three_give_both():

@@ -211,7 +211,7 @@ def silent_tracking_server(project: Path) -> Outcome:
     thread.start()
     mlflow_yml = project / "conf/local/mlflow.yml"
     conf = yaml.safe_load(mlflow_yml.read_text())
-    conf["server"]["mlflow_tracking_uri"] = f"http://127.0.0.1:{listening.getsockname()[1]}"
+    conf["tracking_uri"] = f"http://127.0.0.1:{listening.getsockname()[1]}"
     mlflow_yml.write_text(yaml.safe_dump(conf))
     started = time.monotonic()
     try:
@@ -236,7 +236,7 @@ def names_leave_as_they_came(outcome: Outcome) -> None:
     assert sorted(ranking["feature_name"]) == sorted(AWKWARD)
     names = json.loads(outcome.latest("03_primary/t/feature_names.json").read_text())
     assert names == AWKWARD
-    listing = CSVDataset(filepath=str(outcome.latest(f"{source}/selected_feature_list.csv"))).load()
+    listing = CSVDataset(filepath=str(outcome.latest(f"{source}/feature_list.csv"))).load()
     assert set(listing["feature_name"]) <= set(AWKWARD) and len(listing) == 5
     reduced = pd.read_parquet(outcome.latest(f"{source}/reduced_data.parquet"))
     assert list(reduced.columns) == listing["feature_name"].tolist()  # the same names in both artifacts
@@ -387,8 +387,8 @@ CASES = [
     Case("other", "a continuous label column", continuous_labels, check=continuous_labels_warned, marks=(slow,)),
     Case("other", "training.epochs=100000000000000000000", params_only("training.epochs=100000000000000000000"),
          r"training.epochs = 100000000000000000000 is invalid: expected an integer in 1..100,000"),
-    Case("other", "consensus.members=100000", params_only("consensus.members=100000"),
-         r"consensus.members = 100000 is invalid: expected an integer in 1..1,000"),
+    Case("other", "members.per_run=100000", params_only("members.per_run=100000"),
+         r"members.per_run = 100000 is invalid: expected an integer in 1..1,000"),
     Case("other", "a parquet file's named index", parquet_with_index, check=parquet_index_kept, marks=(slow,)),
 ]
 
@@ -472,7 +472,7 @@ def test_a_stage_after_a_killed_run_reads_the_last_complete_run_only(tmp_path):
         assert done.wait(timeout=300) == 0, stage
     ranked = CSVDataset(filepath=str(outcome.latest("07_model_output/shared/feature_ranking.csv"))).load()
     assert len(ranked) == 60 and set(ranked["feature_name"]) == set(a_names)  # A's scores under A's names
-    names = CSVDataset(filepath=str(outcome.latest("07_model_output/shared/selected_feature_list.csv"))).load()[
+    names = CSVDataset(filepath=str(outcome.latest("07_model_output/shared/feature_list.csv"))).load()[
         "feature_name"].tolist()
     assert set(names) <= set(a_names)
     reduced = pd.read_parquet(outcome.latest("07_model_output/shared/reduced_data.parquet"))
@@ -513,7 +513,7 @@ def test_the_summary_a_scheduled_jobs_log_carries_is_plain_and_whole(tmp_path):
     start_at = lines.index("Run summary")
     summary = lines[start_at + 1:start_at + 7]
     assert summary[0] == "  data source: t" and summary[1] == "  table: 12 features x 24 samples"
-    path = Outcome(0, "", project).latest("07_model_output/t/selected_feature_list.csv")
+    path = Outcome(0, "", project).latest("07_model_output/t/feature_list.csv")
     assert f"  the list: {path}" in summary
     assert all(line.startswith("  ") for line in summary)
 

@@ -120,15 +120,17 @@ def options_of(key: str, options: Mapping | None) -> Section:
     return entry.options.from_dict(options, name=f"baselines.{key}")
 
 
-def check_method(method: str, n_clusters: int | None) -> None:
+def check_method(method: str, n_clusters: int | None, selector: bool = False) -> None:
     """Refuse a ``selection.method`` that ``select`` cannot run, or one that needs ``selection.n_clusters``
-    without it, naming the methods there are."""
+    without it, naming the methods there are; with ``selector``, the fix is the selector's argument."""
     if method not in METHODS:
         raise ParameterError(f"selection.method {method!r} is not a method{closest(method, METHODS)}; "
                              f"known: {', '.join(METHODS)}")
     if method != "iclfs" and REGISTRY[method].needs_clusters and n_clusters is None:
+        fix = (f"BaselineSelector({method!r}, n_clusters=4)" if selector else
+               "set selection.n_clusters (e.g. --params selection.n_clusters=4)")
         raise ParameterError(f"selection.method {method!r} ({REGISTRY[method].name}) needs the number of clusters: "
-                             "set selection.n_clusters (e.g. --params selection.n_clusters=4)")
+                             f"{fix}")
 
 
 def check_memory(key: str, n: int, d: int, k_max: int, available: int | None = None) -> None:

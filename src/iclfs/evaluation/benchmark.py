@@ -20,7 +20,7 @@ import pandas as pd
 
 from iclfs import baselines
 from iclfs.evaluation.protocol import kmeans_scores
-from iclfs.method.config import ConsensusConfig, RuntimeConfig, Settings
+from iclfs.method.config import RuntimeConfig, Settings
 
 # Letters of the paper's progressive ablation names, in the paper's order.
 _ABLATION_LETTERS = ("L", "D", "A", "R")
@@ -36,9 +36,8 @@ def method_name(settings: Settings) -> str:
     decorrelation), ``A`` (no attention), ``R`` (one random-masked view),
     e.g. ``ICLFS-WLD``. A score other than z-norm follows in parentheses.
     Anything else that differs from the paper's run is a tag in brackets:
-    the ``fast`` schedule, a consensus (members x epochs, their share of the
-    samples, the combining rule and the Laplacian weight when not the
-    default), feature blocks, the published code's random draws, bf16
+    the ``fast`` schedule, a consensus of a run's members (members x epochs,
+    their share of the samples), feature blocks, the published code's random draws, bf16
     arithmetic: ``ICLFS [fast]``, ``ICLFS [fast, consensus 8x20, 0.5 of samples]``,
     ``ICLFS [fast, consensus 4x100, 8 feature blocks]``, ``ICLFS [published stream]``.
     """
@@ -49,18 +48,14 @@ def method_name(settings: Settings) -> str:
     if settings.ranking.score != "z_norm":
         name += f" ({settings.ranking.score})"
     tags = [settings.training.schedule] if settings.training.schedule != "paper" else []
-    consensus = settings.consensus
-    if consensus.members > 1:
-        tag = f"consensus {consensus.members}x{consensus.member_epochs}"
-        if consensus.subsample < 1:
-            tag += f", {consensus.subsample:g} of samples"
-        if consensus.combine != ConsensusConfig().combine:
-            tag += f", {consensus.combine}"
-        if consensus.laplacian_weight > 0:
-            tag += f", Laplacian weight {consensus.laplacian_weight:g}"
+    members = settings.members
+    if members.per_run > 1:
+        tag = f"consensus {members.per_run}x{members.epochs}"
+        if members.subsample < 1:
+            tag += f", {members.subsample:g} of samples"
         tags.append(tag)
-    if consensus.feature_blocks > 1:
-        tags.append(f"{consensus.feature_blocks} feature blocks")
+    if members.feature_blocks > 1:
+        tags.append(f"{members.feature_blocks} feature blocks")
     if settings.runtime.precision == "bf16":
         tags.append("bf16")
     if settings.views.stream == "published":

@@ -61,7 +61,7 @@ class ReportSpec:
 def spec_for(settings: Settings, seeds: Sequence[int], datasets: Sequence[str]) -> ReportSpec:
     """The report of ``settings`` (the project's defaults), and the paper's run replayed (literal loop, the
     published code's draws, one run)."""
-    one_run = f"consensus.members=1,selection.k={settings.selection.k_values[0]}"  # k auto needs members
+    one_run = f"members.per_run=1,selection.k={settings.selection.k_values[0]}"  # k auto needs members
     return ReportSpec(
         default=method_name(settings),
         seeds=tuple(int(s) for s in seeds),

@@ -18,15 +18,17 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import logging
 import math
 import numbers
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
 import yaml
 
 T = TypeVar("T", bound="Section")
+LOGGER = logging.getLogger(__name__)
 
 #: A check returns None when the value is fine, else what was expected.
 Check = Callable[[Any], "str | None"]
@@ -60,13 +62,20 @@ MAX_EPOCHS = 100_000
 MAX_MEMBERS = 1_000
 
 
-def number(low: float, high: float = float("inf"), low_open: bool = False, high_open: bool = False) -> Check:
+def number(low: float, high: float = float("inf"), low_open: bool = False, high_open: bool = False,
+           finite: bool = True) -> Check:
+    """A real number in the range; ``finite`` (the default) also refuses ``.inf`` and NaN, which every
+    later computation with the value would have to survive."""
     left, right = "(" if low_open else "[", ")" if high_open else "]"
     expected = f"a number >= {low:g}" if high == float("inf") and not low_open else \
         f"a number in {left}{low:g}, {high:g}{right}"
+    if finite and high == float("inf"):  # a bounded range already leaves .inf out
+        expected = f"a finite number{expected[len('a number'):]}"
+    elif not finite:
+        expected += " (.inf allowed)"
 
     def check(value: Any) -> str | None:
-        if not _is_number(value):
+        if not _is_number(value) or math.isnan(value) or (finite and not math.isfinite(value)):
             return expected
         above = value > low if low_open else value >= low
         below = value < high if high_open else value <= high
@@ -201,11 +210,7 @@ class TrainingConfig(Section):
     schedule: str = param("fast", one_of(*SCHEDULES),
                           "fast: anchor and negative embedded once per epoch; paper: the literal loop")
     regime: str = param("auto", one_of(*REGIMES), "layer sizes (method.md §3); auto decides from n")
-    regime_threshold: int = param(1000, integer(1), "auto picks the large regime from this many samples")
-    decorrelation_weight: float | None = param(None, optional(number(0)), "lambda; null: the regime's")
     dropout: float = param(0.1, number(0, 1, high_open=True), "encoder dropout")
-    leaky_slope: float = param(0.2, number(0), "LeakyReLU slope of the encoder")
-    bn_momentum: float = param(0.01, number(0, 1, high_open=True), "momentum of every BatchNorm layer")
     use_attention: bool = param(True, boolean, "false: the ablation without attention")
     use_decorrelation: bool = param(True, boolean, "false: the ablation without decorrelation")
 
@@ -226,7 +231,8 @@ class RuntimeConfig(Section):
     num_threads: int | None = param(None, optional(integer(1)),
                                     "torch threads; null: torch's count capped at the CPUs this process may use")
     check_memory: bool = param(True, boolean, "stop before training if the estimated memory will not fit")
-    progress: bool = param(True, boolean, "a progress bar over members x epochs")
+    progress: bool = param(True, boolean, "log the training's progress: a line every tenth of the epochs, and its "
+                                          "time")
 
 
 POSITIVE_VIEWS = ("structured", "random")
@@ -245,7 +251,6 @@ class ViewConfig(Section):
     pair_overlap: float = param(0.10, number(0, 1), "of which round(ratio keep) are shared")
     positives: str = param("structured", one_of(*POSITIVE_VIEWS),
                            "structured (the four views) | random (one random view: ablation WLDAR)")
-    random_keep: float = param(0.50, number(0, 1, low_open=True), "the random view's keep ratio (our choice)")
     stream: str = param("vectorized", one_of(*STREAMS),
                         "vectorized | published (the published code's draws, replayed: fidelity checks)")
 
@@ -291,8 +296,6 @@ class SelectionConfig(Section):
     use_lgrc: bool = param(True, boolean, "false: the first k of the ranking (ablation WL)")
     alpha: float = param(1.5, number(1), "LGRC pool size p = min(d, round(alpha k))")
     quantile: float = param(0.75, number(0, 1), "LGRC gate: this quantile of the finite Laplacian scores")
-    auto_frequency: float = param(0.5, number(0, 1, low_open=True),
-                                  "k auto: the largest k whose features the members select this often")
     method: str = param("iclfs", method_name, "iclfs, or another method of iclfs.baselines: ls, spec, mcfs, ndfs, "
                                               "cae, lscae")
     n_clusters: int | None = param(None, optional(integer(2)), "the number of clusters MCFS and NDFS are told")
@@ -304,59 +307,33 @@ class SelectionConfig(Section):
                                  f"selection.k_values {list(self.k_values)}")
 
 
-COMBINE_RULES = ("mean_rank", "mean_score")
-
-
 @dataclass(frozen=True)
-class ConsensusConfig(Section):
-    """Several runs combined into one ranking (docs/consensus.md). ``members: 1`` (the default) is the paper's
-    single run; ``members: 6`` trains six members of 25 epochs on half the samples each."""
+class MembersConfig(Section):
+    """The members: the networks a run trains and a data source keeps (docs/consensus.md).
 
-    SECTION: ClassVar[str] = "consensus"
+    A run trains ``per_run`` members (one, the paper's single run, by
+    default). With ``carry`` the data source keeps them in its member history,
+    and each run orders the features by every member kept: their mean rank,
+    each weighted ``2^(-age / half_life)``, fused with the rank of their mean
+    Laplacian scores by ``laplacian_weight``.
+    """
 
-    members: int = param(1, integer(1, MAX_MEMBERS),
-                         "runs combined into one ranking; 1: the paper's single run (training.epochs, all samples)")
-    member_epochs: int = param(25, integer(1, MAX_EPOCHS), "epochs of each member (members >= 2)")
-    subsample: float = param(0.5, number(0, 1, low_open=True), "fraction of the samples each member sees")
-    combine: str = param("mean_rank", one_of(*COMBINE_RULES), "mean_rank | mean_score (min-max scaled)")
-    laplacian_weight: float = param(0.0, number(0, 1),
-                                    "weight of the Laplacian-score rank in the combined ranking (0: none)")
+    SECTION: ClassVar[str] = "members"
+
+    per_run: int = param(1, integer(1, MAX_MEMBERS),
+                         "members a run trains; 1: the paper's single run (training.epochs, every sample)")
+    epochs: int = param(25, integer(1, MAX_EPOCHS), "epochs of each member when per_run >= 2")
+    subsample: float = param(0.5, number(0, 1, low_open=True), "share of the samples each member sees when "
+                                                                "per_run >= 2")
     feature_blocks: int = param(1, integer(1, MAX_MEMBERS), "blocks each member deals its features into, one "
                                                             "network per block (1: one network on every feature)")
-
-
-HISTORY_RULES = ("mean_rank", "frequency")
-HISTORY_LAPLACIAN = ("run", "carried")
-LAPLACIAN_FUSIONS = ("rank_mean", "reciprocal_rank")
-
-
-@dataclass(frozen=True)
-class HistoryConfig(Section):
-    """The carried consensus of scheduled refreshes: each run adds its members to the data source's member
-    history and orders the features by every member kept, weighted by age (docs/consensus.md)."""
-
-    SECTION: ClassVar[str] = "history"
-
-    carry: bool = param(True, boolean, "add this run's members to the data source's history and select from all")
-    rule: str = param("mean_rank", one_of(*HISTORY_RULES),
-                      "mean_rank: weighted mean rank score; frequency: weighted share of first-k selections")
-    half_life: float = param(math.inf, number(0, low_open=True), "a member's weight halves every this many runs "
-                                                                 "(.inf: never)")
-    max_members: int = param(64, integer(1, MAX_MEMBERS), "the newest members kept")
-    hold: float = param(3.0, number(1), "a feature of the last list stays while among the first hold x k this run "
-                                        "would select (1: no hold)")
-    admit: float = param(2.0, number(1), "a feature among the first k / admit this run would select always "
-                                         "enters the list (.inf: none is forced in)")
-    laplacian: str = param("carried", one_of(*HISTORY_LAPLACIAN),
-                           "the Laplacian scores LGRC gates by: run: this run's; carried: their weighted mean over "
-                           "the members")
-    laplacian_weight: float = param(0.5, number(0, 1),
-                                    "weight of the rank of the Laplacian scores LGRC gates by in the carried order "
-                                    "(0: none)")
-    laplacian_fusion: str = param("reciprocal_rank", one_of(*LAPLACIAN_FUSIONS),
-                                  "how that rank is fused in: rank_mean: the weighted mean of the rank scores; "
-                                  "reciprocal_rank: weighted reciprocal rank fusion")
-    reset: bool = param(False, boolean, "true: this run starts the history afresh")
+    carry: bool = param(True, boolean, "keep this run's members in the data source's history and select from all")
+    reset: bool = param(False, boolean, "true: this run starts the data source's history afresh")
+    kept: int = param(64, integer(1, MAX_MEMBERS), "the newest members a data source keeps")
+    half_life: float = param(math.inf, number(0, low_open=True, finite=False),
+                             "a kept member's weight halves every this many runs (.inf: never)")
+    laplacian_weight: float = param(0.5, number(0, 1), "weight of the Laplacian-score rank in the order of two "
+                                                       "or more kept members (0: none)")
 
 
 @dataclass(frozen=True)
@@ -370,8 +347,88 @@ class EvaluationConfig(Section):
 
 SECTIONS: dict[str, type[Section]] = {
     cls.SECTION: cls for cls in (TrainingConfig, RuntimeConfig, ViewConfig, RankingConfig, LaplacianConfig,
-                                 SelectionConfig, ConsensusConfig, HistoryConfig, EvaluationConfig)
+                                 SelectionConfig, MembersConfig, EvaluationConfig)
 }
+
+
+#: Keys of an earlier version that moved: ``old: new``. They keep working for one version, with a warning.
+RENAMED = {
+    "consensus.members": "members.per_run",
+    "consensus.member_epochs": "members.epochs",
+    "consensus.subsample": "members.subsample",
+    "consensus.feature_blocks": "members.feature_blocks",
+    "history.carry": "members.carry",
+    "history.reset": "members.reset",
+    "history.max_members": "members.kept",
+    "history.half_life": "members.half_life",
+    "history.laplacian_weight": "members.laplacian_weight",
+}
+#: Keys of an earlier version that are no longer settings, with the value the method now always uses: the
+#: alternatives lost their studies (docs/consensus.md), or the value is the paper's. Set to that value they are
+#: accepted with a warning for one version; any other value is refused, naming where the study lives.
+REMOVED = {
+    "consensus.combine": ("mean_rank", "the mean rank won the consensus study"),
+    "consensus.laplacian_weight": (0.0, "a run's own members are combined without the Laplacian score; "
+                                        "members.laplacian_weight weighs it once members of two runs are kept"),
+    "history.rule": ("mean_rank", "the mean rank won the refresh study's first round"),
+    "history.hold": (3.0, "the refresh study's second round chose 3"),
+    "history.admit": (2.0, "the refresh study's third round chose 2"),
+    "history.laplacian": ("carried", "the refresh study's second round chose the members' mean Laplacian scores"),
+    "history.laplacian_fusion": ("reciprocal_rank", "the refresh study's fifth round chose reciprocal rank fusion"),
+    "training.regime_threshold": (1000, "the paper's rule: the large regime from 1000 samples"),
+    "training.leaky_slope": (0.2, "the paper's network"),
+    "training.bn_momentum": (0.01, "the paper's network"),
+    "training.decorrelation_weight": (None, "the paper's lambda of each regime (training.use_decorrelation "
+                                            "false is the ablation)"),
+    "views.random_keep": (0.5, "the random view's keep ratio of the ablation"),
+    "selection.auto_frequency": (0.5, "selection.k auto's agreement threshold"),
+}
+#: Sections of an earlier version whose keys all moved or went.
+OLD_SECTIONS = ("consensus", "history")
+
+
+def migrate_parameters(parameters: Mapping[str, Any], given: Collection[str] = ()) -> tuple[dict[str, Any],
+                                                                                             list[str]]:
+    """``parameters`` with the keys of an earlier version moved to their new names (:data:`RENAMED`) and the
+    removed ones dropped (:data:`REMOVED`), and a warning for each.
+
+    An old key's value replaces the new key's, which is its default unless the user also gave the new name:
+    the new names in ``given`` (dotted, e.g. the run's ``--params``) keep their value. A removed key set to a
+    value other than the one the method now uses is refused.
+
+    Returns
+    -------
+    parameters : dict
+        A copy; nested sections are copied too.
+    warnings : list of str
+    """
+    migrated = {key: dict(value) if isinstance(value, Mapping) else value for key, value in parameters.items()}
+    notes = []
+    for name in sorted(set(RENAMED) | set(REMOVED)):
+        section, _, key = name.partition(".")
+        old = migrated.get(section)
+        if not isinstance(old, Mapping) or key not in old:
+            continue
+        value = old.pop(key)
+        if name in RENAMED:
+            new_section, _, new_key = RENAMED[name].partition(".")
+            target = migrated.setdefault(new_section, {})
+            if not isinstance(target, Mapping):
+                continue
+            target = migrated[new_section] = dict(target)
+            if RENAMED[name] not in given:
+                target[new_key] = value
+            notes.append(f"parameter {name} is now {RENAMED[name]}; the old name works in this version only")
+            continue
+        fixed, why = REMOVED[name]
+        if value != fixed:
+            raise ParameterError(f"parameter {name} = {value!r} is no longer a setting: the method always uses "
+                                 f"{fixed!r} ({why}). Remove it; benchmarks/ keeps the study's alternatives")
+        notes.append(f"parameter {name} is no longer a setting (always {fixed!r}: {why}); remove it")
+    for section in OLD_SECTIONS:
+        if section in migrated and not migrated[section]:
+            del migrated[section]
+    return migrated, notes
 
 
 @dataclass(frozen=True)
@@ -385,32 +442,35 @@ class Settings:
     ranking: RankingConfig = field(default_factory=RankingConfig)
     laplacian: LaplacianConfig = field(default_factory=LaplacianConfig)
     selection: SelectionConfig = field(default_factory=SelectionConfig)
-    consensus: ConsensusConfig = field(default_factory=ConsensusConfig)
-    history: HistoryConfig = field(default_factory=HistoryConfig)
+    members: MembersConfig = field(default_factory=MembersConfig)
     evaluation: EvaluationConfig = field(default_factory=EvaluationConfig)
 
     def __post_init__(self) -> None:
         if not _is_int(self.seed) or not 0 <= self.seed < 2**32:
             raise ParameterError(f"parameter seed = {self.seed!r} is invalid: expected an integer in 0..2**32 - 1")
-        if self.views.stream == "published" and self.consensus.members > 1:
+        if self.views.stream == "published" and self.members.per_run > 1:
             raise ParameterError("views.stream 'published' replays the paper's single run; it needs "
-                                 "consensus.members 1")
-        if self.views.stream == "published" and self.consensus.feature_blocks > 1:
+                                 "members.per_run 1")
+        if self.views.stream == "published" and self.members.feature_blocks > 1:
             raise ParameterError("views.stream 'published' replays the paper's single run; it needs "
-                                 "consensus.feature_blocks 1")
+                                 "members.feature_blocks 1")
         if self.selection.k == "auto" and self.selection.method != "iclfs":
             raise ParameterError(f"selection.k 'auto' chooses k from ICLFS members' agreement; selection.method "
                                  f"{self.selection.method!r} needs a number (selection.k: 50)")
-        if self.selection.k == "auto" and self.consensus.members < 2:
+        if self.selection.k == "auto" and self.members.per_run < 2:
             raise ParameterError("selection.k 'auto' chooses k from the members' agreement; it needs "
-                                 "consensus.members 2 or more (or give selection.k a number)")
+                                 "members.per_run 2 or more (or give selection.k a number)")
 
     @classmethod
     def from_parameters(cls, parameters: Mapping[str, Any]) -> Settings:
         """Every section from Kedro's ``parameters`` dict; sections it lacks take their defaults.
 
+        Keys of an earlier version are migrated (:func:`migrate_parameters`, with a logged warning each).
         Keys that are not sections (``benchmark``, ``data_source``) are left to their own readers.
         """
+        parameters, notes = migrate_parameters(parameters)
+        for note in notes:
+            LOGGER.warning("%s", note)
         sections = {name: section.from_dict(parameters.get(name)) for name, section in SECTIONS.items()}
         return cls(seed=parameters.get("seed", 42), **sections)
 
@@ -420,19 +480,26 @@ class Settings:
     def with_overrides(self, text: str | None) -> Settings:
         """These settings with Kedro-style overrides, ``"selection.use_lgrc=false,training.epochs=5"``.
 
-        Values are read as YAML; a list stays whole (``selection.k_values=[50,100]``).
+        Values are read as YAML; a list stays whole (``selection.k_values=[50,100]``). Keys of an earlier
+        version are migrated as :meth:`from_parameters` does.
         """
         parameters = self.to_parameters()
-        for name, value in parse_overrides(text).items():
+        overrides = parse_overrides(text)
+        for name, value in overrides.items():
             section, _, key = name.partition(".")
             if name == "seed":
                 parameters["seed"] = value
+            elif name in RENAMED or name in REMOVED:
+                parameters.setdefault(section, {})[key] = value
             elif section not in SECTIONS or key not in parameters[section]:
                 names = ["seed", *(f"{s}.{k}" for s in SECTIONS for k in parameters[s])]
                 raise ParameterError(f"unknown parameter {name!r}{closest(name, names)}; known: {', '.join(names)}")
             else:
                 parameters[section][key] = value
-        return Settings.from_parameters(parameters)
+        migrated, notes = migrate_parameters(parameters, given=set(overrides))
+        for note in notes:
+            LOGGER.warning("%s", note)
+        return Settings.from_parameters(migrated)
 
 
 def parse_overrides(text: str | None) -> dict[str, Any]:

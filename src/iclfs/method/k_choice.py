@@ -9,6 +9,9 @@ import numpy as np
 
 from .config import SelectionConfig
 
+#: k auto: the largest k whose selection the members agree on at least this much.
+AUTO_FREQUENCY = 0.5
+
 
 @dataclass(frozen=True)
 class KChoice:
@@ -54,10 +57,10 @@ def agreed_k(agreements: Mapping[int, float], threshold: float) -> KChoice:
 
 def choose_k(selections: Mapping[int, np.ndarray], frequency: Mapping[int, np.ndarray], selection: SelectionConfig,
              n_features: int) -> KChoice:
-    """The production k and why: ``selection.k``, or with ``auto`` the members' agreement (:func:`agreed_k`)."""
+    """k and why: ``selection.k``, or with ``auto`` the members' agreement (:func:`agreed_k`)."""
     if selection.k != "auto":
         return KChoice(int(selection.k), f"selection.k = {selection.k}", {})
     # Selecting every feature is no selection: its agreement is 1 by construction.
     candidates = [k for k in selections if k < n_features] or list(selections)
     agreements = {k: agreement(frequency[k], selections[k], k, n_features) for k in candidates}
-    return agreed_k(agreements, selection.auto_frequency)
+    return agreed_k(agreements, AUTO_FREQUENCY)

@@ -350,7 +350,7 @@ def plan_training(d: int, n: int, training: TrainingConfig, runtime: RuntimeConf
     """
     device = resolve_device(runtime.device)
     precision = resolve_precision(runtime.precision, training.schedule, device)
-    regime = select_regime(n, training.regime, training.regime_threshold)
+    regime = select_regime(n, training.regime)
     kernel = attention_kernel_for(training.schedule, n, device)
     rows = None if training.schedule == "paper" else loss_block_rows(d, device)
     memory = estimate_training_memory(d, n, regime, training.schedule, kernel, training.use_attention, rows)

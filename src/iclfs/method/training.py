@@ -28,11 +28,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from .config import RuntimeConfig, TrainingConfig, ViewConfig
 from .losses import decorrelation_loss, info_nce_with_negative
 from .model import ICLFSNetwork, Regime, select_regime
+from .progress import Progress
 from .replay import paper_step, published_masks
 from .runtime import ForwardContext, attention_kernel_for, compute_settings, forward_context_for, plan_training
 from .scores import embed
@@ -57,13 +57,11 @@ class TrainingResult:
 def build_model(n_samples: int, training: TrainingConfig,
                 attention_kernel: str = "fused") -> tuple[ICLFSNetwork, Regime]:
     """The network for maps with ``n_samples`` columns, sized by its regime (docs/method.md §3)."""
-    regime = select_regime(n_samples, training.regime, training.regime_threshold)
+    regime = select_regime(n_samples, training.regime)
     model = ICLFSNetwork(
         n_samples,
         regime,
         dropout=training.dropout,
-        leaky_slope=training.leaky_slope,
-        bn_momentum=training.bn_momentum,
         use_attention=training.use_attention,
         attention_kernel=attention_kernel,
     )
@@ -71,12 +69,8 @@ def build_model(n_samples: int, training: TrainingConfig,
 
 
 def decorrelation_weight(training: TrainingConfig, regime: Regime) -> float:
-    """lambda: 0 without decorrelation, else ``training.decorrelation_weight`` or the regime's."""
-    if not training.use_decorrelation:
-        return 0.0
-    if training.decorrelation_weight is not None:
-        return float(training.decorrelation_weight)
-    return regime.decorrelation_weight
+    """lambda: 0 without decorrelation (the ablation), else the regime's (docs/method.md §4)."""
+    return regime.decorrelation_weight if training.use_decorrelation else 0.0
 
 
 def paper_equivalent_momenta(momentum: float, n_views: int) -> list[float]:
@@ -236,7 +230,7 @@ def train(
     seed: int = 42,
     *,
     epochs: int | None = None,
-    progress_bar: tqdm | None = None,
+    progress: Progress | None = None,
 ) -> TrainingResult:
     """Train one ICLFS network on the inverted map ``A`` of shape (d, n).
 
@@ -250,9 +244,9 @@ def train(
         Seeds the weights, the dropout and the views.
     epochs : int, optional
         Epochs to run; ``training.epochs`` when None (a consensus member runs ``consensus.member_epochs``).
-    progress_bar : tqdm, optional
-        A bar to advance by one per epoch (a consensus shares one over its
-        members); else its own bar when ``runtime.progress``.
+    progress : Progress, optional
+        Counts this network's epochs (a run's members share one); else its own, logging when
+        ``runtime.progress``.
 
     Returns
     -------
@@ -266,21 +260,14 @@ def train(
     trainer = Trainer(A, training, views, runtime, seed)
     epochs = trainer.training.epochs if epochs is None else int(epochs)
     d, n = trainer.anchor.shape
-    own_bar = progress_bar is None
-    bar = progress_bar if progress_bar is not None else tqdm(
-        total=epochs, desc=f"ICLFS {trainer.training.schedule} d={d} n={n}", unit="epoch",
-        disable=not runtime.progress)
+    if progress is None:
+        progress = Progress(epochs, f"ICLFS {trainer.training.schedule} d={d} n={n}", runtime.progress)
     history: list[dict] = []
-    try:
-        with compute_settings(trainer.device, trainer.precision, runtime.num_threads) as threads:
-            warm_up(trainer, threads)
-            for _ in range(epochs):
-                history.append(trainer.step())
-                bar.update(1)
-                bar.set_postfix(loss=f"{history[-1]['loss']:.4f}")
-    finally:
-        if own_bar:
-            bar.close()
+    with compute_settings(trainer.device, trainer.precision, runtime.num_threads) as threads:
+        warm_up(trainer, threads)
+        for _ in range(epochs):
+            history.append(trainer.step())
+            progress.update(history[-1]["loss"])
     trainer.model.eval()
     return TrainingResult(trainer.model, trainer.regime, str(trainer.device), trainer.precision, threads,
                           trainer.attention_kernel, trainer.loss_block_rows, history, time.perf_counter() - started)

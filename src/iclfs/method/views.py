@@ -15,6 +15,9 @@ import torch
 
 from .config import ViewConfig
 
+#: The random view's keep ratio (ablation WLDAR; not stated in the paper, our choice).
+RANDOM_KEEP = 0.5
+
 @dataclass
 class Views:
     """One epoch's views, each of shape (d, n) like the anchor map.
@@ -120,7 +123,7 @@ def generate_masks(
     The draw order is fixed, so the same generator state gives the same masks.
     """
     if config.positives == "random":
-        random = random_keep_mask(d, n, keep_count(n, config.random_keep), generator, device)
+        random = random_keep_mask(d, n, keep_count(n, RANDOM_KEEP), generator, device)
         return ViewMasks(None, None, None, None, random_permutations(d, n, generator, device), random=random)
     light = random_keep_mask(d, n, keep_count(n, config.light_keep), generator, device)
     heavy = random_keep_mask(d, n, keep_count(n, config.heavy_keep), generator, device)

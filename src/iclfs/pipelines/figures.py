@@ -27,7 +27,7 @@ def plain(value: object) -> str:
 
 
 def swapped_features(feature_ranking: pd.DataFrame,
-                     selected_feature_list: pd.DataFrame) -> tuple[list[int], list[int]]:
+                     feature_list: pd.DataFrame) -> tuple[list[int], list[int]]:
     """The features LGRC swapped at the chosen k (= the length of the selected list), by feature index.
 
     Returns
@@ -37,18 +37,18 @@ def swapped_features(feature_ranking: pd.DataFrame,
     swapped_out : list of int
         Among the first k of the ranking but not selected, in ranking order.
     """
-    k = len(selected_feature_list)
+    k = len(feature_list)
     first_k = feature_ranking.sort_values("rank")["feature_index"].head(k).astype(int).tolist()
-    chosen = selected_feature_list.sort_values("rank")["feature_index"].astype(int).tolist()
+    chosen = feature_list.sort_values("rank")["feature_index"].astype(int).tolist()
     swapped_in = [i for i in chosen if i not in set(first_k)]
     swapped_out = [i for i in first_k if i not in set(chosen)]
     return swapped_in, swapped_out
 
 
-def training_loss_figure(training_history: pd.DataFrame) -> plt.Figure:
+def training_loss_figure(training_log: pd.DataFrame) -> plt.Figure:
     """The loss per epoch and its two terms; one line per network (member, feature block)."""
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    history = training_history
+    history = training_log
     if "block" not in history:
         history = history.assign(block=0)
     if "member" not in history:
@@ -74,16 +74,16 @@ def training_loss_figure(training_history: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def score_distribution_figure(feature_ranking: pd.DataFrame, selected_feature_list: pd.DataFrame) -> plt.Figure:
+def score_distribution_figure(feature_ranking: pd.DataFrame, feature_list: pd.DataFrame) -> plt.Figure:
     """Histogram of the ranking score, the top-k cut, and the selected features' scores."""
-    k = len(selected_feature_list)
+    k = len(feature_list)
     scores = feature_ranking.sort_values("rank")["score"].to_numpy(dtype=float)
     finite = scores[np.isfinite(scores)]
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
     ax.hist(finite, bins=min(80, max(10, len(finite) // 20)), color="0.7", label="all features")
     if k and len(scores):
         ax.axvline(scores[min(k, len(scores)) - 1], color="red", label=f"top-{k} cut")
-    ax.plot(selected_feature_list["score"].to_numpy(dtype=float), np.zeros(k), "|", color="navy", markersize=14,
+    ax.plot(feature_list["score"].to_numpy(dtype=float), np.zeros(k), "|", color="navy", markersize=14,
             label=f"selected (k = {k}, after LGRC)")
     name = feature_ranking["score_name"].iloc[0] if "score_name" in feature_ranking and len(feature_ranking) else ""
     ax.set_xlabel(plain(f"feature score ({name})" if name else "feature score"))
@@ -94,13 +94,13 @@ def score_distribution_figure(feature_ranking: pd.DataFrame, selected_feature_li
 
 
 def score_vs_laplacian_figure(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame,
-                              selected_feature_list: pd.DataFrame) -> plt.Figure:
+                              feature_list: pd.DataFrame) -> plt.Figure:
     """Network score against Laplacian score; the selection, and what LGRC swapped in and out, marked."""
     frame = feature_ranking[["feature_index", "feature_name", "score"]].merge(
         laplacian_scores[["feature_index", "laplacian_score"]], on="feature_index").set_index("feature_index")
     frame = frame[np.isfinite(frame["laplacian_score"].astype(float)) & np.isfinite(frame["score"].astype(float))]
-    swapped_in, swapped_out = swapped_features(feature_ranking, selected_feature_list)
-    selected = [i for i in selected_feature_list["feature_index"].astype(int) if i in frame.index]
+    swapped_in, swapped_out = swapped_features(feature_ranking, feature_list)
+    selected = [i for i in feature_list["feature_index"].astype(int) if i in frame.index]
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     ax.scatter(frame["laplacian_score"], frame["score"], s=8, color="0.75", label="all features")
     ax.scatter(frame.loc[selected, "laplacian_score"], frame.loc[selected, "score"], s=28, color="navy",
@@ -115,7 +115,7 @@ def score_vs_laplacian_figure(feature_ranking: pd.DataFrame, laplacian_scores: p
         for i in shown[:MAX_NAMED]:
             ax.annotate(plain(frame.loc[i, "feature_name"]), (frame.loc[i, "laplacian_score"], frame.loc[i, "score"]),
                         textcoords="offset points", xytext=(4, 4), fontsize=7, color=colour)
-    k = len(selected_feature_list)
+    k = len(feature_list)
     ranked = feature_ranking.sort_values("rank")["score"].to_numpy(dtype=float)
     if 0 < k <= len(ranked):
         ax.axhline(ranked[k - 1], color="red", linewidth=0.8, linestyle="--", label=f"top-{k} cut")

@@ -13,10 +13,10 @@ def laplacian_vector(laplacian_scores: pd.DataFrame) -> np.ndarray:
     return laplacian_scores.set_index("feature_index")["laplacian_score"].sort_index().to_numpy()
 
 
-def selections(selected_features: pd.DataFrame) -> dict[int, np.ndarray]:
-    """The ``selected_features`` artifact as ``{k: feature indices, best first}``."""
+def indices_by_k(selections: pd.DataFrame) -> dict[int, np.ndarray]:
+    """The ``selections`` artifact as ``{k: feature indices, best first}``."""
     return {int(k): group.sort_values("rank")["feature_index"].to_numpy()
-            for k, group in selected_features.groupby("k")}
+            for k, group in selections.groupby("k")}
 
 
 def frequencies(feature_ranking: pd.DataFrame) -> dict[int, np.ndarray]:
@@ -29,3 +29,11 @@ def frequencies(feature_ranking: pd.DataFrame) -> dict[int, np.ndarray]:
 def partitions(loaded: Mapping[str, Callable[[], pd.DataFrame] | pd.DataFrame] | None) -> dict[str, pd.DataFrame]:
     """A ``PartitionedDataset``'s load (``{partition: load function}``) as ``{partition: table}``."""
     return {key: value() if callable(value) else value for key, value in (loaded or {}).items()}
+
+
+def lists_by_name(selections: pd.DataFrame) -> dict[int, list[str]]:
+    """The ``selections`` artifact as ``{k: feature names, best first}`` (empty for an empty table)."""
+    if selections is None or selections.empty:
+        return {}
+    return {int(k): group.sort_values("rank")["feature_name"].astype(str).tolist()
+            for k, group in selections.groupby("k")}

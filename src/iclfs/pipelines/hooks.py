@@ -7,34 +7,19 @@ before the first node runs, so a bad value stops the run before anything is writ
 local file a pipeline will write can be created, so an unwritable folder
 fails the run up front with the dataset and folder named.
 
-:class:`MlflowPreflightHook` checks that an HTTP MLflow tracking server
-answers before kedro-mlflow starts talking to it (its client would otherwise
-retry for minutes and end in a deep traceback).
+:class:`RunSummaryHook` logs what the run selected, where it is, and what changed.
 
-:class:`MlflowArtifactHook` logs a saved catalog artifact to the active MLflow
-run when its catalog entry asks for it with::
-
-    metadata:
-      mlflow_artifact_path: plots   # folder inside the run's artifacts ("" for the root)
-
-It logs the exact version file the run just wrote. It replaces
-``kedro_mlflow``'s ``MlflowArtifactDataset`` wrapper, which gives the wrapped
-dataset a save version of its own and so cannot wrap a versioned dataset.
+The MLflow run is :class:`iclfs.pipelines.tracking.TrackingHook`'s; the run records
+:class:`iclfs.pipelines.runs.RunRecordHook`'s.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import socket
-import urllib.error
-import urllib.parse
-import urllib.request
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import mlflow
-from kedro.config import MissingConfigException
 from kedro.framework.hooks import hook_impl
 from kedro.io import AbstractVersionedDataset
 
@@ -71,7 +56,7 @@ class ParameterCheckHook:
     @hook_impl(tryfirst=True)
     def before_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
         from iclfs import baselines
-        from iclfs.method.chain import check_runtime
+        from iclfs.chain import check_runtime
         from iclfs.method.config import ParameterError, Settings
 
         parameters = catalog.load("parameters")
@@ -102,51 +87,6 @@ def saved_path(dataset: Any) -> Path | None:
     if isinstance(dataset, AbstractVersionedDataset) and dataset._version is not None:
         return Path(str(dataset._get_versioned_path(dataset.resolve_save_version())))
     return Path(str(filepath))
-
-
-class MlflowArtifactHook:
-    """Log catalog artifacts marked with ``metadata.mlflow_artifact_path``.
-
-    Each is logged when it is saved in this process; outputs saved elsewhere
-    (by the workers of :class:`iclfs.runner.DaskRunner`, where node hooks do
-    not run) are logged from their files when the pipeline ends.
-    """
-
-    def __init__(self) -> None:
-        self._catalog = None
-        self._logged: set[str] = set()
-
-    @hook_impl
-    def after_catalog_created(self, catalog: Any) -> None:
-        self._catalog = catalog
-        self._logged = set()
-
-    @hook_impl
-    def after_dataset_saved(self, dataset_name: str, data: Any, node: Any) -> None:
-        self._log(dataset_name)
-
-    @hook_impl
-    def after_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
-        for name in sorted(pipeline.all_outputs() - self._logged):
-            self._log(name, quiet=True)
-
-    def _log(self, dataset_name: str, quiet: bool = False) -> None:
-        if self._catalog is None or mlflow.active_run() is None or dataset_name not in self._catalog:
-            return
-        dataset = self._catalog.get(dataset_name)
-        metadata = getattr(dataset, "metadata", None) or {}
-        if METADATA_KEY not in metadata:
-            return
-        path = saved_path(dataset)
-        if path is None or not path.exists():
-            if not quiet:
-                LOGGER.warning("Not logging %s to MLflow: no local file found (%s)", dataset_name, path)
-            return
-        if path.is_dir():  # a dict of figures saves one file per key
-            mlflow.log_artifacts(str(path), artifact_path=metadata[METADATA_KEY] or None)
-        else:
-            mlflow.log_artifact(str(path), artifact_path=metadata[METADATA_KEY] or None)
-        self._logged.add(dataset_name)
 
 
 class OutputNotWritableError(PermissionError):
@@ -187,106 +127,6 @@ class OutputPreflightHook:
             )
 
 
-class TrackingUnavailableError(ConnectionError):
-    """Raised before a run when the configured MLflow tracking server does not answer."""
-
-
-def mask_credentials(uri: str) -> str:
-    """``uri`` with any ``user:password@`` replaced by ``***@``, fit to print or log."""
-    parts = urllib.parse.urlsplit(uri)
-    if "@" not in parts.netloc:
-        return uri
-    return urllib.parse.urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
-
-
-class MlflowPreflightHook:
-    """Fail fast, with the (masked) URI and the remedies, when an HTTP tracking server is down.
-
-    Reachability is judged on the host alone: a TCP connection to its port.
-    Credentials, paths and authentication are kedro-mlflow's business, and the
-    URI is never printed with its credentials.
-    """
-
-    timeout_seconds = 5.0
-
-    @hook_impl(tryfirst=True)  # before kedro-mlflow's own after_context_created
-    def after_context_created(self, context: Any) -> None:
-        loader = context.config_loader
-        # kedro-mlflow registers this pattern in its own hook, which runs after this one.
-        loader.config_patterns.setdefault("mlflow", ["mlflow*", "mlflow*/**", "**/mlflow*"])
-        try:
-            server = loader["mlflow"].get("server", {})
-        except MissingConfigException:  # no mlflow.yml: kedro-mlflow uses its defaults
-            return
-        uri = str(server.get("mlflow_tracking_uri") or "")
-        check_tracking_server(uri, self.timeout_seconds)
-        if uri.startswith(("http://", "https://")):
-            experiment = (loader["mlflow"].get("tracking", {}).get("experiment", {}) or {}).get("name")
-            ensure_experiment(uri, experiment)
-
-
-def ensure_experiment(uri: str, name: str | None) -> None:
-    """Create the experiment on a tracking server if it is missing, tolerating a concurrent creator.
-
-    kedro-mlflow looks the experiment up and then creates it in two calls, so
-    two first runs against a fresh server can both find it missing and one
-    fails; creating it here, once and race-free, spares that.
-    """
-    if not name:
-        return
-    from mlflow.exceptions import MlflowException
-
-    client = mlflow.MlflowClient(tracking_uri=uri)
-    try:
-        if client.get_experiment_by_name(name) is None:
-            client.create_experiment(name)
-    except MlflowException as err:
-        if "RESOURCE_ALREADY_EXISTS" not in str(err) and "already exists" not in str(err):
-            raise
-
-
-#: How long a tracking server may take to answer, and how often MLflow's client tries again, for this run
-#: (where the user has not set them): a server that never answers fails the run in seconds, not in 7 x 120 s.
-MLFLOW_TIMEOUTS = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "10", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1"}
-
-
-def check_tracking_server(uri: str, timeout: float = 5.0) -> None:
-    """Raise :class:`TrackingUnavailableError` when an ``http(s)`` tracking URI's server does not answer.
-
-    The host must accept a connection and answer an HTTP request within
-    ``timeout`` seconds; any answer will do (credentials, paths and
-    authentication are kedro-mlflow's business). The message shows the URI
-    with its credentials masked. Other URIs (``sqlite:///...``, a folder) are
-    not servers and pass. MLflow's own client gets short timeouts too
-    (:data:`MLFLOW_TIMEOUTS`).
-    """
-    if not uri.startswith(("http://", "https://")):
-        return
-    for key, value in MLFLOW_TIMEOUTS.items():
-        os.environ.setdefault(key, value)
-    parts = urllib.parse.urlsplit(uri)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    advice = ("nothing was run. Start the server, or track locally by setting server.mlflow_tracking_uri: "
-              "sqlite:///mlflow.db in conf/local/mlflow.yml.")
-    try:
-        with socket.create_connection((parts.hostname, port), timeout=timeout):
-            pass
-    except OSError as err:
-        raise TrackingUnavailableError(
-            f"the MLflow tracking server {mask_credentials(uri)} (server.mlflow_tracking_uri in mlflow.yml) "
-            f"does not answer ({err.strerror or err}); {advice}") from None
-    health = urllib.parse.urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], "/health", "", ""))
-    try:
-        urllib.request.urlopen(health, timeout=timeout).close()  # noqa: S310  (the user's own server)
-    except urllib.error.HTTPError:
-        return  # it answered
-    except (OSError, TimeoutError) as err:
-        raise TrackingUnavailableError(
-            f"the MLflow tracking server {mask_credentials(uri)} (server.mlflow_tracking_uri in mlflow.yml) accepts "
-            f"connections but does not answer within {timeout:g} s ({getattr(err, 'reason', err)}); {advice}"
-        ) from None
-
-
 SUMMARY = logging.getLogger("iclfs.summary")
 
 
@@ -322,13 +162,13 @@ def _load(catalog: Any, name: str, outputs: set) -> Any:
 
 def summary_lines(outputs: set, catalog: Any) -> list[str]:
     """The run summary's lines (empty when the run produced no selection)."""
-    listing = _load(catalog, "selected_feature_list", outputs)
-    selected = _load(catalog, "selected_features", outputs)
+    listing = _load(catalog, "feature_list", outputs)
+    selected = _load(catalog, "selections", outputs)
     if listing is None and selected is None:
         return []
     lines = []
     names = catalog.load("feature_names") if "feature_names" in catalog else None
-    path = saved_path(catalog.get("selected_features"))
+    path = saved_path(catalog.get("selections"))
     if path is not None and len(path.parts) >= 4:  # data/<layer>/<data source>/<file>/<version>/<file>
         lines.append(f"data source: {path.parts[-4]}")
     standardized = catalog.load("standardized_data") if "standardized_data" in catalog else None
@@ -345,7 +185,7 @@ def summary_lines(outputs: set, catalog: Any) -> list[str]:
     if choice is not None:
         lines.append(f"k = {choice['k']}: {choice['reason']}")
     if listing is not None:
-        path = saved_path(catalog.get("selected_feature_list"))
+        path = saved_path(catalog.get("feature_list"))
         lines.append(f"the list: {path}")
         top = ", ".join(str(name) for name in listing["feature_name"].head(10))
         lines.append(f"top {min(10, len(listing))}: {top}")

@@ -3,8 +3,7 @@
 Each run that adds members writes a new version
 (``member_history.npz/<run>/member_history.npz``) holding every member kept:
 its feature names (exactly, as UTF-8), rank scores, seed, seconds, table
-fingerprint, method and the Laplacian scores of its table; and the lists the
-run handed on, by name, at every k. ``.head`` beside the versions names the newest
+fingerprint, method and the Laplacian scores of its table. ``.head`` beside the versions names the newest
 history; a version is whole or absent (written beside, then renamed) and is
 never rewritten.
 
@@ -37,7 +36,7 @@ from typing import Any
 import numpy as np
 from kedro.io.core import AbstractDataset, AbstractVersionedDataset, DatasetError, Version, get_protocol_and_path
 
-from iclfs.method.history import Member, MemberHistory
+from iclfs.method.ranking import Member, MemberHistory
 
 from .versioned import VersionedArtifact
 
@@ -74,7 +73,7 @@ def to_bytes(history: MemberHistory) -> bytes:
     arrays: dict[str, np.ndarray] = {
         "format": np.array(FORMAT), "data_source": np.array(history.data_source or ""),
         "runs": np.array(history.runs, dtype=np.int64), "next_index": np.array(history.next_index, dtype=np.int64),
-        "max_members": np.array(history.max_members or 0, dtype=np.int64),
+        "max_members": np.array(history.kept or 0, dtype=np.int64),
     }
     columns: dict[str, list] = {"run": [], "index": [], "seed": [], "seconds": [], "fingerprint": [], "table": [],
                                 "method": []}
@@ -92,8 +91,6 @@ def to_bytes(history: MemberHistory) -> bytes:
             columns[key].append(value)
     arrays.update({f"member_{key}": np.asarray(values, dtype=dtype) for (key, values), dtype in zip(
         columns.items(), (np.int64, np.int64, np.int64, np.float64, np.str_, np.int64, np.str_), strict=True)})
-    for k, names in sorted(history.lists.items()):
-        arrays[f"list_{int(k)}"], arrays[f"list_{int(k)}_ends"] = _encode(names)
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)
     return buffer.getvalue()
@@ -120,13 +117,12 @@ def from_file(path: Path, version: str | None) -> MemberHistory:
                                   scores=content[f"scores_{i}"], seconds=float(content["member_seconds"][i]),
                                   fingerprint=str(content["member_fingerprint"][i]),
                                   method=str(content["member_method"][i]), laplacian=laplacian))
-        # histories written before the lists and Laplacian scores were recorded have neither: both optional
-        lists = {int(key[len("list_"):]): _decode(content[key], content[f"{key}_ends"]) for key in content.files
-                 if key.startswith("list_") and not key.endswith("_ends")}
+        # A history an earlier version wrote may hold the lists its run handed on (list_<k>): the lists a run
+        # holds to are now its data source's last published ones, so those are not read.
         runs = int(content["runs"])
         return MemberHistory(members=tuple(members), runs=runs, next_index=int(content["next_index"]),
                              data_source=str(content["data_source"]) or None, version=version, read_runs=runs,
-                             max_members=int(content["max_members"]) or None, lists=lists)
+                             kept=int(content["max_members"]) or None)
 
 
 class _Store:

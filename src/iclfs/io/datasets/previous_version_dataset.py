@@ -25,9 +25,9 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
 
     Example ``catalog.yml`` entry::
 
-        previous_selected_features:
+        previous_selections:
           type: iclfs.io.datasets.PreviousVersionDataset
-          filepath: data/07_model_output/synthetic/selected_features.csv
+          filepath: data/07_model_output/synthetic/selections.csv
           versioned: true
     """
 

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 
 from iclfs.evaluation.benchmark import baseline_selections, evaluate_cell, method_name, slug
-from iclfs.method.chain import k_values_for
+from iclfs.chain import k_values_for
 from iclfs.method.config import Settings
-from iclfs.pipelines.frames import partitions, selections
+from iclfs.pipelines.frames import indices_by_k
 
 
 def _labelled(standardized_data: np.ndarray, labels: dict, ground_truth: dict) -> tuple[np.ndarray, np.ndarray, str]:
@@ -26,8 +26,8 @@ def _cell(table: pd.DataFrame) -> str:
     return f"{slug(table['method'].iloc[0])}/seed_{int(table['seed'].iloc[0])}"
 
 
-def evaluate_iclfs(standardized_data: np.ndarray, labels: dict, ground_truth: dict, selected_features: pd.DataFrame,
-                   training_history: pd.DataFrame, parameters: dict) -> dict[str, pd.DataFrame]:
+def evaluate_iclfs(standardized_data: np.ndarray, labels: dict, ground_truth: dict, selections: pd.DataFrame,
+                   training_log: pd.DataFrame, parameters: dict) -> dict[str, pd.DataFrame]:
     """This run's ICLFS selections through the protocol: its cell, ``{partition: table}``.
 
     The method is named from the run's parameters (:func:`iclfs.evaluation.benchmark.method_name`); the
@@ -35,11 +35,11 @@ def evaluate_iclfs(standardized_data: np.ndarray, labels: dict, ground_truth: di
     """
     X, codes, dataset = _labelled(standardized_data, labels, ground_truth)
     settings = Settings.from_parameters(parameters)
-    members = training_history.drop_duplicates("member")
-    table = evaluate_cell(X, codes, selections(selected_features), dataset=dataset, method=method_name(settings),
+    members = training_log.drop_duplicates("member")
+    table = evaluate_cell(X, codes, indices_by_k(selections), dataset=dataset, method=method_name(settings),
                           seed=settings.seed, n_runs=settings.evaluation.n_runs,
                           seconds=float(members["member_seconds"].sum()), device=str(members["device"].iloc[0]),
-                          schedule=settings.training.schedule, epochs=len(training_history))
+                          schedule=settings.training.schedule, epochs=len(training_log))
     return {_cell(table): table}
 
 
@@ -59,15 +59,3 @@ def evaluate_baselines(standardized_data: np.ndarray, labels: dict, ground_truth
                               n_runs=settings.evaluation.n_runs, seconds=seconds)
         cells[_cell(table)] = table
     return cells
-
-
-def benchmark_metrics(*cells: dict) -> dict:
-    """MLflow metrics: every method's mean accuracy per k (step k) and its best."""
-    metrics: dict = {}
-    for part in cells:
-        for table in partitions(part).values():
-            key = "".join(c if c.isalnum() or c in "-_." else "_" for c in table["method"].iloc[0])
-            metrics[f"accuracy.{key}"] = [{"value": float(v), "step": int(k)}
-                                          for k, v in zip(table["k"], table["accuracy_mean"], strict=True)]
-            metrics[f"best_accuracy.{key}"] = {"value": float(table["accuracy_mean"].max()), "step": 0}
-    return metrics

@@ -17,7 +17,7 @@ from kedro.pipeline import Node, Pipeline
 
 from iclfs.pipelines import data_processing, laplacian, lgrc, ranking, training
 
-from .nodes import benchmark_metrics, evaluate_baselines, evaluate_iclfs
+from .nodes import evaluate_baselines, evaluate_iclfs
 
 _COMMON = ["standardized_data", "labels", "ground_truth"]
 
@@ -33,13 +33,12 @@ def dataset_pipeline() -> Pipeline:
     """Everything one dataset needs, un-namespaced: ICLFS, the baselines, their cells."""
     # The benchmark's method is one run: no member history is read or carried.
     stages = (data_processing.create_pipeline() + training.create_pipeline(carry_history=False)
-              + laplacian.create_pipeline() + ranking.create_pipeline(carry_history=False) + lgrc.create_pipeline())
+              + laplacian.create_pipeline() + ranking.create_pipeline(carry_history=False)
+              + lgrc.create_pipeline(carry_history=False))
     return stages + Pipeline([
-        Node(evaluate_iclfs, inputs=[*_COMMON, "selected_features", "training_history", "parameters"],
+        Node(evaluate_iclfs, inputs=[*_COMMON, "selections", "training_log", "parameters"],
              outputs="iclfs_cells", name="evaluate_iclfs"),
         _baselines_node(),
-        Node(benchmark_metrics, inputs=["iclfs_cells", "baseline_cells"], outputs="benchmark_metrics",
-             name="benchmark_metrics"),
     ], tags="benchmark")
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from iclfs.method.chain import prepare_checked
+from iclfs.chain import prepare_checked
 from iclfs.method.config import Settings
 from iclfs.method.preprocessing import FeatureTable, invert
 
 
 def validate_and_standardize(raw_data: FeatureTable, training: dict, runtime: dict, laplacian: dict, selection: dict,
-                 consensus: dict) -> tuple[np.ndarray, dict, list[str], dict]:
+                 members: dict) -> tuple[np.ndarray, dict, list[str], dict]:
     """Validate the table, check the settings against its shape, then standardize.
 
     Every check that needs the data (k against d, neighbours against n, the
@@ -29,7 +29,7 @@ def validate_and_standardize(raw_data: FeatureTable, training: dict, runtime: di
         input) and the reader's metadata.
     """
     settings = Settings.from_parameters({"training": training, "runtime": runtime, "laplacian": laplacian,
-                                         "selection": selection, "consensus": consensus})
+                                         "selection": selection, "members": members})
     prepared = prepare_checked(raw_data, settings)
     labels = {"classes": [], "codes": []}
     if prepared.labels is not None:

@@ -9,7 +9,7 @@ def create_pipeline(**kwargs) -> Pipeline:
             Node(
                 validate_and_standardize,
                 inputs=["raw_data", "params:training", "params:runtime", "params:laplacian", "params:selection",
-                        "params:consensus"],
+                        "params:members"],
                 outputs=["standardized_data", "labels", "feature_names", "ground_truth"],
                 name="validate_and_standardize",
             ),

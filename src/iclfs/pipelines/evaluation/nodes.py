@@ -9,7 +9,7 @@ import pandas as pd
 from iclfs.evaluation.protocol import best_k, evaluate_selections, informative_recall
 from iclfs.method.config import EvaluationConfig
 from iclfs.pipelines.figures import accuracy_figure
-from iclfs.pipelines.frames import selections as selections_of
+from iclfs.pipelines.frames import indices_by_k
 
 METRICS = ("accuracy_mean", "accuracy_std", "nmi_mean", "nmi_std", "informative_recall")
 
@@ -17,7 +17,7 @@ METRICS = ("accuracy_mean", "accuracy_std", "nmi_mean", "nmi_std", "informative_
 def evaluate_with_kmeans(
     standardized_data: np.ndarray,
     labels: dict,
-    selected_features: pd.DataFrame,
+    selections: pd.DataFrame,
     ground_truth: dict,
     evaluation: dict,
     seed: int,
@@ -29,7 +29,7 @@ def evaluate_with_kmeans(
     columns, if any, remain).
     """
     config = EvaluationConfig.from_dict(evaluation)
-    selections = selections_of(selected_features)
+    selections = indices_by_k(selections)
     informative = ground_truth.get("informative_features")
     if labels["codes"]:
         rows = evaluate_selections(standardized_data, np.asarray(labels["codes"]), selections, n_runs=config.n_runs,
@@ -43,30 +43,19 @@ def evaluate_with_kmeans(
     return table
 
 
-def summarize_evaluation(evaluation_table: pd.DataFrame) -> tuple[dict, dict]:
-    """The best k by mean accuracy (ties: smaller k), and the MLflow metrics.
+def summarize_evaluation(evaluation_table: pd.DataFrame) -> dict:
+    """The best k by mean accuracy (ties: smaller k).
 
     Returns
     -------
     evaluation_summary : dict
-        ``{"labels": bool, "best_k": ..., ...}``.
-    evaluation_metrics : dict
-        ``{metric: [{"value": v, "step": k}, ...]}`` with ``best_*`` entries logged at step 0.
+        ``{"labels": bool, "best_k": ..., "best_accuracy_mean": ..., ...}``; without labels ``best_k`` is None
+        and ``reason`` says why.
     """
     if "accuracy_mean" not in evaluation_table:
-        summary = {"labels": False, "best_k": None, "reason": "no labels: the k-means protocol was skipped"}
-    else:
-        best = best_k(evaluation_table.to_dict("records"))
-        summary = {"labels": True, "best_k": int(best["k"]),
-                   **{f"best_{m}": float(best[m]) for m in METRICS if m in best}}
-    metrics = {
-        m: [{"value": float(row[m]), "step": int(row["k"])} for row in evaluation_table.to_dict("records")]
-        for m in METRICS
-        if m in evaluation_table
-    }
-    metrics.update({key: {"value": value, "step": 0} for key, value in summary.items()
-                    if key.startswith("best_") and value is not None})
-    return summary, metrics
+        return {"labels": False, "best_k": None, "reason": "no labels: the k-means protocol was skipped"}
+    best = best_k(evaluation_table.to_dict("records"))
+    return {"labels": True, "best_k": int(best["k"]), **{f"best_{m}": float(best[m]) for m in METRICS if m in best}}
 
 
 def plot_accuracy_vs_k(evaluation_table: pd.DataFrame) -> plt.Figure:

@@ -8,13 +8,13 @@ def create_pipeline(**kwargs) -> Pipeline:
         [
             Node(
                 evaluate_with_kmeans,
-                inputs=["standardized_data", "labels", "selected_features", "ground_truth",
+                inputs=["standardized_data", "labels", "selections", "ground_truth",
                         "params:evaluation", "params:seed"],
                 outputs="evaluation_table",
                 name="evaluate_with_kmeans",
             ),
             Node(summarize_evaluation, inputs="evaluation_table",
-                 outputs=["evaluation_summary", "evaluation_metrics"], name="summarize_evaluation"),
+                 outputs="evaluation_summary", name="summarize_evaluation"),
             Node(plot_accuracy_vs_k, inputs="evaluation_table", outputs="accuracy_vs_k", name="plot_accuracy_vs_k"),
         ]
     )

@@ -1,23 +1,27 @@
-"""The Laplacian-gated selection at every k of the grid (docs/method.md §7)."""
+"""The Laplacian-gated selection at every k of the grid, held to the last lists (docs/method.md §7)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from iclfs.method.chain import k_values_for, select
+from iclfs.chain import k_values_for
 from iclfs.method.config import SelectionConfig
-from iclfs.pipelines.frames import laplacian_vector
+from iclfs.method.lgrc import gate
+from iclfs.pipelines.frames import frequencies, laplacian_vector, lists_by_name
 
 
-def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame, selection: dict) -> pd.DataFrame:
-    """The selected features for every k of ``selection.k_values`` (up to d), in one long table.
+def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame,
+                   previous_selections: pd.DataFrame, history_start: dict, selection: dict) -> pd.DataFrame:
+    """The LGRC step (:func:`iclfs.method.lgrc.gate`): the selected features at every k of
+    ``selection.k_values`` (up to d), in one long table.
 
-    With ``selection.use_lgrc: false`` the selection is the first k of the
-    order (the paper's "without LGRC" ablation). A carrying run's lists were
-    made by the ranking stage (``list_<k>_rank``, held to the last lists) and
-    are handed on as they are. Another ``selection.method``
-    is not corrected: its selection at k is the k features of highest
+    LGRC gates the ranking's order by its ``laplacian_gate`` scores; with
+    ``selection.use_lgrc: false`` the selection is the first k of the order
+    (the paper's "without LGRC" ablation). A run that carries members onto a
+    kept history holds each list to the last list handed on at its k
+    (``previous_selections``). Another ``selection.method`` is not
+    corrected: its selection at k is the k features of highest
     ``top_<k>_frequency`` (its own selection at k, or, carried, the features
     its members chose most), ties by the order.
 
@@ -25,23 +29,33 @@ def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame
     -------
     DataFrame
         Rows ``k, rank, feature_index, feature_name, score, laplacian_score``
-        and, for a consensus, ``member_frequency`` (the fraction of the members
+        and ``member_frequency`` (the fraction of the members
         whose first k include the feature); ``rank`` is the position within
         the selection (1 = best).
     """
+    holds = bool(history_start.get("carry")) and history_start.get("members", 0) > 0 and \
+        history_start.get("note") is None
+    return selections_table(feature_ranking, laplacian_scores, selection,
+                            lists_by_name(previous_selections) if holds else None)
+
+
+def select_one_run(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame, selection: dict) -> pd.DataFrame:
+    """The benchmark's LGRC step: :func:`select_every_k` of one run, without last lists."""
+    return selections_table(feature_ranking, laplacian_scores, selection, None)
+
+
+def selections_table(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame, selection: dict,
+                     previous: dict[int, list[str]] | None) -> pd.DataFrame:
     config = SelectionConfig.from_dict(selection)
+    by_index = feature_ranking.set_index("feature_index").sort_index()
     order = feature_ranking["feature_index"].to_numpy()
-    ls = laplacian_vector(laplacian_scores)
-    by_index = feature_ranking.set_index("feature_index")
+    names = by_index["feature_name"].astype(str).tolist()
     grid = k_values_for(config, len(order))
-    if all(f"list_{k}_rank" in by_index for k in grid):  # a carrying run's lists, made by the ranking stage
-        selections = {k: _listed(feature_ranking, k) for k in grid}
-    elif config.method == "iclfs":
-        selections = select(order, ls, config, grid)
-    else:  # another method selects by itself: at each k, the features it (or, carried, its members) chose most
-        selections = {k: _most_chosen(feature_ranking, k) for k in grid}
+    chosen_at = gate(order, by_index["laplacian_gate"].to_numpy(), frequencies(feature_ranking), config, grid, names,
+                     previous)
+    ls = laplacian_vector(laplacian_scores)
     parts = []
-    for k, chosen in selections.items():
+    for k, chosen in chosen_at.items():
         part = pd.DataFrame({
             "k": k,
             "rank": np.arange(1, k + 1),
@@ -54,17 +68,3 @@ def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame
             part["member_frequency"] = by_index.loc[chosen, f"top_{k}_frequency"].to_numpy()
         parts.append(part)
     return pd.concat(parts, ignore_index=True)
-
-
-def _listed(feature_ranking: pd.DataFrame, k: int) -> np.ndarray:
-    """The features on the list at k (``list_<k>_rank``), in their list order."""
-    ranks = feature_ranking[f"list_{k}_rank"]
-    on = ranks.notna().to_numpy()
-    return feature_ranking["feature_index"].to_numpy()[on][np.argsort(ranks[on].to_numpy(dtype=np.int64))]
-
-
-def _most_chosen(feature_ranking: pd.DataFrame, k: int) -> np.ndarray:
-    """The k features of highest ``top_<k>_frequency``, ties by rank, best first."""
-    frequency = feature_ranking[f"top_{k}_frequency"].to_numpy()
-    rows = np.lexsort((feature_ranking["rank"].to_numpy(), -frequency))[:k]
-    return feature_ranking["feature_index"].to_numpy()[np.sort(rows)]

@@ -7,50 +7,47 @@ import numpy as np
 import pandas as pd
 
 from iclfs.method.config import SelectionConfig
-from iclfs.method.k_choice import choose_k
+from iclfs.method import k_choice
 from iclfs.method.preprocessing import DataValidationError, FeatureTable, as_numeric_matrix
 from iclfs.method.stability import compare_selections, nogueira, nogueira_of
 from iclfs.pipelines.figures import score_distribution_figure
-from iclfs.pipelines.frames import frequencies, selections
+from iclfs.pipelines.frames import frequencies, indices_by_k
 from iclfs.pipelines.publish import report
 
 
-def choose_production_k(selected_features: pd.DataFrame, feature_ranking: pd.DataFrame,
-                        selection: dict) -> tuple[dict, dict]:
-    """The k handed on: ``selection.k``, or with ``auto`` the largest k the members agree on.
+def choose_k(selections: pd.DataFrame, feature_ranking: pd.DataFrame, selection: dict) -> dict:
+    """k, the size of the list handed on: ``selection.k``, or with ``auto`` the largest k the members agree on.
 
     Returns
     -------
     k_choice : dict
         ``k``, ``reason`` (a sentence saying why) and, for ``auto``, the
         members' ``agreement`` at every k.
-    selection_metrics : dict
-        MLflow metric ``selection.k``.
     """
     config = SelectionConfig.from_dict(selection)
-    chosen = selections(selected_features)
+    chosen = indices_by_k(selections)
     freq = frequencies(feature_ranking)
     if config.k == "auto" and not freq:
-        raise ValueError("selection.k 'auto' needs a consensus (consensus.members 2 or more)")
-    chosen_k = choose_k(chosen, freq, config, len(feature_ranking))
+        raise ValueError("selection.k 'auto' needs several members (members.per_run 2 or more)")
+    chosen_k = k_choice.choose_k(chosen, freq, config, len(feature_ranking))
     choice = {"k": chosen_k.k, "reason": chosen_k.reason}
     if config.k == "auto":
         choice["agreement"] = {str(k): value for k, value in chosen_k.agreement.items()}
-    return choice, {"k": {"value": float(chosen_k.k), "step": 0}}
+    return choice
 
 
-def feature_list(selected_features: pd.DataFrame, k_choice: dict) -> pd.DataFrame:
-    """The selection at the chosen k: rank, feature name, column index, score, Laplacian score."""
+def list_at_k(selections: pd.DataFrame, k_choice: dict) -> pd.DataFrame:
+    """The list: the selection at k, best first: rank, feature name, column index, score, Laplacian score."""
     k = int(k_choice["k"])
-    chosen = selected_features[selected_features["k"] == k]
+    chosen = selections[selections["k"] == k]
     if chosen.empty:
-        raise ValueError(f"k = {k} was not selected; selected k: {sorted(selected_features['k'].unique())}")
+        raise ValueError(f"k = {k} was not selected; selected k: {sorted(selections['k'].unique())}")
     columns = ["rank", "feature_name", "feature_index", "score", "laplacian_score"]
     columns += ["member_frequency"] if "member_frequency" in chosen else []
     return chosen[columns].reset_index(drop=True)
 
 
-def reduce_data(raw_data: FeatureTable, selected_feature_list: pd.DataFrame, ground_truth: dict) -> pd.DataFrame:
+def reduce_data(raw_data: FeatureTable, feature_list: pd.DataFrame, ground_truth: dict) -> pd.DataFrame:
     """The input table restricted to the selected columns: original values, names kept, best first.
 
     The sample id column, when the input has one, comes first, so the table
@@ -71,16 +68,16 @@ def reduce_data(raw_data: FeatureTable, selected_feature_list: pd.DataFrame, gro
             "sample ids differ from what was read at the start), so the selection no longer matches it. "
             "Run again on the new file.")
     X = as_numeric_matrix(raw_data.X, raw_data.source)
-    columns = selected_feature_list["feature_index"].to_numpy()
-    reduced = pd.DataFrame(X[:, columns], columns=selected_feature_list["feature_name"].tolist())
+    columns = feature_list["feature_index"].to_numpy()
+    reduced = pd.DataFrame(X[:, columns], columns=feature_list["feature_name"].tolist())
     if raw_data.sample_ids is not None:
         reduced.insert(0, raw_data.sample_id_name or "sample_id", list(raw_data.sample_ids))
     return reduced
 
 
-def compare_with_previous(selected_features: pd.DataFrame, previous_selected_features: pd.DataFrame,
-                          selected_feature_list: pd.DataFrame, previous_feature_lists: pd.DataFrame,
-                          feature_ranking: pd.DataFrame, history_start: dict) -> tuple[dict, dict]:
+def compare_with_previous(selections: pd.DataFrame, previous_selections: pd.DataFrame,
+                          feature_list: pd.DataFrame, previous_lists: pd.DataFrame,
+                          feature_ranking: pd.DataFrame, history_start: dict) -> dict:
     """How steady the selection is: against the previous run, between the last lists, between the members.
 
     Returns
@@ -94,41 +91,28 @@ def compare_with_previous(selected_features: pd.DataFrame, previous_selected_fea
         the list's k (each None with fewer than two; the interval's bounds
         None with two, see :func:`~iclfs.method.stability.nogueira`); ``history`` (carrying,
         the members combined, why a stored history was set aside).
-    stability_metrics : dict
-        MLflow metrics: Jaccard and rank correlation (step = k); Nogueira's
-        ``nogueira_lists`` and ``nogueira_members`` with their bounds where there are bounds.
     """
     summary: dict = {"previous_version": None}
-    metrics: dict = {}
-    if previous_selected_features.empty:
+    if previous_selections.empty:
         summary["message"] = "first run for this data source: nothing to compare"
     else:
         per_k = {}
-        for k, group in selected_features.groupby("k"):
-            before = previous_selected_features[previous_selected_features["k"] == k]
+        for k, group in selections.groupby("k"):
+            before = previous_selections[previous_selections["k"] == k]
             if before.empty:
                 per_k[int(k)] = {"message": f"k = {k} was not selected in the previous run"}
                 continue
             per_k[int(k)] = compare_selections(before.sort_values("rank")["feature_name"].astype(str).tolist(),
                                                group.sort_values("rank")["feature_name"].astype(str).tolist())
-        summary.update(previous_version=previous_selected_features.attrs.get("version"), per_k=per_k)
-        for name in ("jaccard", "rank_correlation"):
-            values = [{"value": float(v[name]), "step": k} for k, v in per_k.items() if v.get(name) is not None]
-            if values:
-                metrics[name] = values
-    k = len(selected_feature_list)
+        summary.update(previous_version=previous_selections.attrs.get("version"), per_k=per_k)
+    k = len(feature_list)
     names = feature_ranking["feature_name"].astype(str).tolist()
-    lists = list_stability(selected_feature_list, previous_feature_lists, names)
+    lists = list_stability(feature_list, previous_lists, names)
     members = member_stability(feature_ranking, k)
     summary["nogueira"] = {"k": k, "lists": lists, "members": members}
     summary["history"] = {"carry": bool(history_start.get("carry")), "members": _members_in(feature_ranking),
                           "note": history_start.get("note")}
-    for key, value in (("lists", lists), ("members", members)):
-        for part in ("phi", "lower", "upper"):
-            if value is not None and value["phi"] is not None and value[part] is not None:
-                suffix = "" if part == "phi" else f"_{part}"
-                metrics[f"nogueira_{key}{suffix}"] = [{"value": float(value[part]), "step": k}]
-    return summary, metrics
+    return summary
 
 
 def _members_in(feature_ranking: pd.DataFrame) -> int:
@@ -136,14 +120,14 @@ def _members_in(feature_ranking: pd.DataFrame) -> int:
     return max(len(columns), 1)
 
 
-def list_stability(selected_feature_list: pd.DataFrame, previous_feature_lists: pd.DataFrame,
+def list_stability(feature_list: pd.DataFrame, previous_lists: pd.DataFrame,
                    feature_names: list[str]) -> dict | None:
     """Nogueira's Phi between this run's list and the lists the last complete runs handed on, oldest first."""
-    current = selected_feature_list["feature_name"].astype(str).tolist()
-    if previous_feature_lists.empty:
+    current = feature_list["feature_name"].astype(str).tolist()
+    if previous_lists.empty:
         return None
     earlier = [(version, group.sort_values("rank")["feature_name"].astype(str).tolist())
-               for version, group in previous_feature_lists.groupby("version", sort=True)]
+               for version, group in previous_lists.groupby("version", sort=True)]
     selections = [names for _, names in earlier] + [current]
     universe = list(dict.fromkeys([*feature_names, *(n for names in selections for n in names)]))
     return {**nogueira_of(selections, universe).as_dict(), "versions": [v for v, _ in earlier]}
@@ -158,13 +142,13 @@ def member_stability(feature_ranking: pd.DataFrame, k: int) -> dict | None:
     return nogueira((ranks <= k).T).as_dict()  # a member that did not see a feature never selected it
 
 
-def plot_score_distribution(feature_ranking: pd.DataFrame, selected_feature_list: pd.DataFrame) -> plt.Figure:
+def plot_score_distribution(feature_ranking: pd.DataFrame, feature_list: pd.DataFrame) -> plt.Figure:
     """Histogram of the ordering score, the top-k cut, and where the selected features fall."""
-    return score_distribution_figure(feature_ranking, selected_feature_list)
+    return score_distribution_figure(feature_ranking, feature_list)
 
 
 def build_run_report(ground_truth: dict, standardized_data: np.ndarray, labels: dict, k_choice: dict,
-                     selected_feature_list: pd.DataFrame, training_history: pd.DataFrame,
+                     feature_list: pd.DataFrame, training_log: pd.DataFrame,
                      feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame, evaluation_table: pd.DataFrame,
                      selection_stability: dict) -> str:
     """The run's self-contained HTML report (:mod:`iclfs.pipelines.publish.report`).
@@ -174,6 +158,6 @@ def build_run_report(ground_truth: dict, standardized_data: np.ndarray, labels: 
     exist), a PCA of the samples and the stability against the previous run:
     one page, figures and CSS inline, nothing fetched.
     """
-    return report.run_report(ground_truth, standardized_data, labels, k_choice, selected_feature_list,
-                             training_history, feature_ranking, laplacian_scores, evaluation_table,
+    return report.run_report(ground_truth, standardized_data, labels, k_choice, feature_list,
+                             training_log, feature_ranking, laplacian_scores, evaluation_table,
                              selection_stability)

@@ -154,13 +154,13 @@ def header_html(ground_truth: Mapping, shape: tuple[int, int], labels: Mapping, 
             f"<nav><ul>{nav}</ul></nav></header>")
 
 
-def selected_section(selected_feature_list: pd.DataFrame, feature_ranking: pd.DataFrame) -> str:
+def selected_section(feature_list: pd.DataFrame, feature_ranking: pd.DataFrame) -> str:
     """The selected features: rank, name, index, score, Laplacian score, member frequency when present."""
     columns = ["rank", "feature_name", "feature_index", "score", "laplacian_score"]
-    columns += ["member_frequency"] if "member_frequency" in selected_feature_list else []
-    table = selected_feature_list[columns].copy()
+    columns += ["member_frequency"] if "member_frequency" in feature_list else []
+    table = feature_list[columns].copy()
     table["feature_name"] = table["feature_name"].astype(str)
-    swapped_in, _ = swapped_features(feature_ranking, selected_feature_list)
+    swapped_in, _ = swapped_features(feature_ranking, feature_list)
     table["LGRC"] = ['<span class="in">swapped in</span>' if int(i) in swapped_in else ""
                      for i in table["feature_index"]]
     body = html_table(table, classes={"feature_name": "text", "LGRC": "text"}, raw_columns=["LGRC"])
@@ -168,48 +168,48 @@ def selected_section(selected_feature_list: pd.DataFrame, feature_ranking: pd.Da
     return section_html("selected", f"<p>{count}, best first.</p>{body}")
 
 
-def loss_section(training_history: pd.DataFrame) -> str:
-    if "method" in training_history and len(training_history):
-        method = training_history["method"].iloc[0]
-        seconds = float(training_history["member_seconds"].iloc[0]) if "member_seconds" in training_history else 0
-        if training_history["loss"].isna().all():
+def loss_section(training_log: pd.DataFrame) -> str:
+    if "method" in training_log and len(training_log):
+        method = training_log["method"].iloc[0]
+        seconds = float(training_log["member_seconds"].iloc[0]) if "member_seconds" in training_log else 0
+        if training_log["loss"].isna().all():
             return section_html("loss", note(f"{method} (selection.method) trains no network: it selected in "
                                              f"{seconds:.1f} s"))
         caption = (f"{method} (selection.method): one network per k, "
-                   f"{training_history.groupby('member')['epoch'].count().max()} epochs at most; {seconds:.1f} s")
-        return section_html("loss", figure_html(training_loss_figure(training_history), "training loss per k",
+                   f"{training_log.groupby('member')['epoch'].count().max()} epochs at most; {seconds:.1f} s")
+        return section_html("loss", figure_html(training_loss_figure(training_log), "training loss per k",
                                                 caption))
-    members = training_history["member"].nunique() if "member" in training_history else 1
-    epochs = int(training_history["epoch"].max()) if len(training_history) else 0
+    members = training_log["member"].nunique() if "member" in training_log else 1
+    epochs = int(training_log["epoch"].max()) if len(training_log) else 0
     caption = f"{members} member(s), {epochs} epoch(s)"
-    if "schedule" in training_history and len(training_history):
-        caption += f"; schedule {training_history['schedule'].iloc[0]}"
-    if "device" in training_history and len(training_history):
-        caption += f" on {training_history['device'].iloc[0]}"
-    return section_html("loss", figure_html(training_loss_figure(training_history), "training loss per network",
+    if "schedule" in training_log and len(training_log):
+        caption += f"; schedule {training_log['schedule'].iloc[0]}"
+    if "device" in training_log and len(training_log):
+        caption += f" on {training_log['device'].iloc[0]}"
+    return section_html("loss", figure_html(training_loss_figure(training_log), "training loss per network",
                                             caption))
 
 
-def scores_section(feature_ranking: pd.DataFrame, selected_feature_list: pd.DataFrame) -> str:
-    fig = score_distribution_figure(feature_ranking, selected_feature_list)
+def scores_section(feature_ranking: pd.DataFrame, feature_list: pd.DataFrame) -> str:
+    fig = score_distribution_figure(feature_ranking, feature_list)
     return section_html("scores", figure_html(fig, "score distribution with the top-k cut",
                                               f"{len(feature_ranking)} features; the red line is the top-"
-                                              f"{len(selected_feature_list)} cut of the ranking"))
+                                              f"{len(feature_list)} cut of the ranking"))
 
 
 def lgrc_section(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame,
-                 selected_feature_list: pd.DataFrame) -> str:
+                 feature_list: pd.DataFrame) -> str:
     """The scatter, and the features LGRC swapped in and out, listed."""
-    swapped_in, swapped_out = swapped_features(feature_ranking, selected_feature_list)
+    swapped_in, swapped_out = swapped_features(feature_ranking, feature_list)
     ls = laplacian_scores.set_index("feature_index")["laplacian_score"].astype(float)
     not_finite = int((~np.isfinite(ls)).sum())
     caption = "grey: every feature; blue: selected; green triangles: swapped in; red crosses: swapped out"
     if not_finite:
         caption += f"; {not_finite} feature(s) with an infinite Laplacian score (constant) are not drawn"
-    fig = score_vs_laplacian_figure(feature_ranking, laplacian_scores, selected_feature_list)
+    fig = score_vs_laplacian_figure(feature_ranking, laplacian_scores, feature_list)
     body = figure_html(fig, "network score against Laplacian score", caption)
     if not swapped_in and not swapped_out:
-        body += note(f"LGRC kept the first {len(selected_feature_list)} features of the ranking: nothing swapped.")
+        body += note(f"LGRC kept the first {len(feature_list)} features of the ranking: nothing swapped.")
         return section_html("lgrc", body)
     by_index = feature_ranking.set_index("feature_index")
     rows = [{"change": f'<span class="{side}">swapped {side}</span>',
@@ -218,7 +218,7 @@ def lgrc_section(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame,
              "laplacian_score": float(ls.get(i, np.nan))}
             for side, indices in (("in", swapped_in), ("out", swapped_out)) for i in indices]
     body += (f"<p>LGRC swapped {len(swapped_in)} feature(s) in and {len(swapped_out)} out at k = "
-             f"{len(selected_feature_list)}.</p>")
+             f"{len(feature_list)}.</p>")
     body += html_table(pd.DataFrame(rows), classes={"change": "text", "feature_name": "text"}, raw_columns=["change"])
     return section_html("lgrc", body)
 
@@ -238,8 +238,8 @@ def accuracy_section(evaluation_table: pd.DataFrame | None, k: int) -> str:
     return section_html("accuracy", body + html_table(evaluation_table))
 
 
-def pca_section(standardized_data: np.ndarray, selected_feature_list: pd.DataFrame, labels: Mapping) -> str:
-    indices = selected_feature_list.sort_values("rank")["feature_index"].astype(int).tolist()
+def pca_section(standardized_data: np.ndarray, feature_list: pd.DataFrame, labels: Mapping) -> str:
+    indices = feature_list.sort_values("rank")["feature_index"].astype(int).tolist()
     coloured = "coloured by label" if labels and labels.get("codes") else "no labels: one colour"
     caption = f"{len(standardized_data)} samples, standardized; {coloured}"
     if len(standardized_data) > MAX_POINTS:
@@ -300,18 +300,18 @@ def page_html(title: str, header: str, sections: Sequence[str]) -> str:
 
 
 def run_report(ground_truth: Mapping, standardized_data: np.ndarray, labels: Mapping, k_choice: Mapping,
-               selected_feature_list: pd.DataFrame, training_history: pd.DataFrame, feature_ranking: pd.DataFrame,
+               feature_list: pd.DataFrame, training_log: pd.DataFrame, feature_ranking: pd.DataFrame,
                laplacian_scores: pd.DataFrame, evaluation_table: pd.DataFrame | None,
                selection_stability: Mapping) -> str:
     """The run's report as one HTML string (see the module docstring)."""
     k = int(k_choice["k"])
     sections = [
-        selected_section(selected_feature_list, feature_ranking),
-        loss_section(training_history),
-        scores_section(feature_ranking, selected_feature_list),
-        lgrc_section(feature_ranking, laplacian_scores, selected_feature_list),
+        selected_section(feature_list, feature_ranking),
+        loss_section(training_log),
+        scores_section(feature_ranking, feature_list),
+        lgrc_section(feature_ranking, laplacian_scores, feature_list),
         accuracy_section(evaluation_table, k),
-        pca_section(standardized_data, selected_feature_list, labels),
+        pca_section(standardized_data, feature_list, labels),
         stability_section(selection_stability, k),
     ]
     header = header_html(ground_truth, tuple(np.shape(standardized_data)), labels, k_choice)

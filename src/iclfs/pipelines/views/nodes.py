@@ -6,13 +6,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from iclfs.method.config import ConsensusConfig, TrainingConfig, ViewConfig
+from iclfs.method.config import MembersConfig, TrainingConfig, ViewConfig
 from iclfs.method.members import member_settings, plan_members
 from iclfs.method.training import first_epoch_masks
-from iclfs.method.views import apply_masks, keep_count, pair_counts
+from iclfs.method.views import RANDOM_KEEP, apply_masks, keep_count, pair_counts
 
 
-def sample_views(inverted_data: np.ndarray, views: dict, training: dict, consensus: dict,
+def sample_views(inverted_data: np.ndarray, views: dict, training: dict, members: dict,
                  seed: int) -> tuple[dict, pd.DataFrame]:
     """Draw the views of the first member's first network's first epoch on CPU, as training draws them.
 
@@ -24,11 +24,11 @@ def sample_views(inverted_data: np.ndarray, views: dict, training: dict, consens
         One row per view: kept positions per row (min, mean, max), the
         expected count, and for the complementary pair the shared positions per row.
     """
-    consensus_config = ConsensusConfig.from_dict(consensus)
+    members_config = MembersConfig.from_dict(members)
     d_all, n_all = inverted_data.shape
-    member = plan_members(n_all, consensus_config, seed, d_all)[0]
+    member = plan_members(n_all, members_config, seed, d_all)[0]
     features, network_seed = member.networks()[0]
-    member_training, _ = member_settings(n_all, TrainingConfig.from_dict(training), consensus_config)
+    member_training, _ = member_settings(n_all, TrainingConfig.from_dict(training), members_config)
     rows = inverted_data if features is None else inverted_data[features]
     A = torch.as_tensor(rows if member.samples is None else rows[:, member.samples], dtype=torch.float32)
     d, n = A.shape
@@ -45,7 +45,7 @@ def sample_views(inverted_data: np.ndarray, views: dict, training: dict, consens
         "heavy": keep_count(n, config.heavy_keep),
         "pair_a": keep,
         "pair_b": keep,
-        "random": keep_count(n, config.random_keep),
+        "random": keep_count(n, RANDOM_KEEP),
     }
     if config.positives == "structured":
         shared = (masks.pair_a & masks.pair_b).sum(dim=1).numpy()

@@ -8,7 +8,7 @@ def create_pipeline(**kwargs) -> Pipeline:
         [
             Node(
                 sample_views,
-                inputs=["inverted_data", "params:views", "params:training", "params:consensus", "params:seed"],
+                inputs=["inverted_data", "params:views", "params:training", "params:members", "params:seed"],
                 outputs=["view_sample", "view_statistics"],
                 name="sample_views",
             )
