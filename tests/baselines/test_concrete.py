@@ -109,11 +109,14 @@ def test_training_flushes_subnormals_on_the_cpu_and_restores_the_callers_setting
         torch.set_flush_denormal(False)
 
 
-def test_cae_tries_again_with_twice_the_epochs_and_ends_a_try_early_once_sure(X):
-    unsure = select_cae(X, [3], seed=1, options=CAEOptions(epochs=2, tries=2, mean_max_target=0.999999),
-                        runtime=RUNTIME)
+def test_cae_tries_again_with_twice_the_epochs_and_ends_a_try_early_once_sure(X, monkeypatch):
+    from iclfs.baselines import concrete
+
+    monkeypatch.setattr(concrete, "CAE_MEAN_MAX_TARGET", 0.999999)
+    unsure = select_cae(X, [3], seed=1, options=CAEOptions(epochs=2, tries=2), runtime=RUNTIME)
     assert [row["try"] for row in unsure.history] == [0, 0, 1, 1, 1, 1]
-    early = select_cae(X, [3], seed=1, options=CAEOptions(epochs=5, stop_mean_max=1e-9), runtime=RUNTIME)
+    monkeypatch.setattr(concrete, "CAE_STOP_MEAN_MAX", 1e-9)
+    early = select_cae(X, [3], seed=1, options=CAEOptions(epochs=5), runtime=RUNTIME)
     assert len(early.history) == 1  # sure after one epoch by that (absurd) threshold
 
 
@@ -122,7 +125,7 @@ def test_cae_tries_again_with_twice_the_epochs_and_ends_a_try_early_once_sure(X)
     (CAEOptions, {"start_temperature": 0.001}, "end_temperature .* must not exceed start_temperature"),
     (CAEOptions, {"dropout": 1.0}, "baselines.cae.dropout"),
     (LSCAEOptions, {"batch_size": 1}, "baselines.lscae.batch_size"),
-    (LSCAEOptions, {"lr_decay": 0}, "baselines.lscae.lr_decay"),
+    (LSCAEOptions, {"decoder_lr": 0}, "baselines.lscae.decoder_lr"),
 ])
 def test_bad_options_are_refused_by_name(section, values, message):
     with pytest.raises(ParameterError, match=message):

@@ -28,7 +28,7 @@ def inverted():
 
 
 def _members_in_turn(A, settings):
-    return train_members(A, settings.training, settings.views, settings.runtime, settings.consensus, seed=42)
+    return train_members(A, settings.training, settings.views, settings.runtime, settings.members, seed=42)
 
 
 def _same(on_cluster, in_turn):
@@ -52,7 +52,7 @@ def test_members_as_tasks_on_two_workers_score_like_sequential_training(inverted
     in_turn = _members_in_turn(inverted, settings)
     with distributed.Client(dask_cluster, set_as_default=False) as client:
         on_cluster = train_members_on(client, inverted, settings.training, settings.views, settings.runtime,
-                                      settings.consensus, seed=42)
+                                      settings.members, seed=42)
         # one task per member, on both workers (the three ran; the cluster has two single-thread workers)
         assert len(client.scheduler_info()["workers"]) == 2
     _same(on_cluster, in_turn)
@@ -64,7 +64,7 @@ def test_members_with_feature_blocks_as_tasks_score_like_sequential_training(inv
     settings = Settings().with_overrides(SETTINGS + ",members.feature_blocks=2")
     with distributed.Client(dask_cluster, set_as_default=False) as client:
         on_cluster = train_members_on(client, inverted, settings.training, settings.views, settings.runtime,
-                                      settings.consensus, seed=42)
+                                      settings.members, seed=42)
     assert all(len(m.results) == 2 for m in on_cluster)
     _same(on_cluster, _members_in_turn(inverted, settings))
 
@@ -75,12 +75,12 @@ def test_a_node_on_a_worker_sends_its_members_to_the_cluster(inverted, dask_clus
     with distributed.Client(dask_cluster, set_as_default=False) as client:
         with distributed.get_task_stream(client) as stream:
             members = client.submit(train_members_here, inverted, settings.training, settings.views,
-                                    settings.runtime, settings.consensus, 42, pure=False).result()
+                                    settings.runtime, settings.members, 42, pure=False).result()
     ran = [str(task["key"]) for task in stream.data]
     # the node's task, and the three members as tasks of their own
     assert sorted(key.rsplit("-", 1)[0] for key in ran if key.startswith("iclfs-member")) == [
         "iclfs-member-0", "iclfs-member-1", "iclfs-member-2"]
     _same(members, _members_in_turn(inverted, settings))
     # outside any Dask task: the sequential path itself
-    here = train_members_here(inverted, settings.training, settings.views, settings.runtime, settings.consensus, 42)
+    here = train_members_here(inverted, settings.training, settings.views, settings.runtime, settings.members, 42)
     _same(here, _members_in_turn(inverted, settings))

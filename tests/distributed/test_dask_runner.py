@@ -67,7 +67,7 @@ def test_the_benchmark_on_two_workers_gives_the_sequential_cells(tmp_path, data,
     assert len(runs) == 2
     assert not stray_store.exists()  # and no worker opened a run of its own
     for run in runs:
-        assert "COIL20.training_loss" in run.data.metrics and "Isolet.best_accuracy.LS" in run.data.metrics
+        assert "COIL20.loss" in run.data.metrics and "Isolet.LS.best_accuracy" in run.data.metrics
         assert run.data.params["training.epochs"] == "1"  # announced in the driver for the worker's node
     assert {run.data.params["seed"] for run in runs} == {"42", "43"}
 

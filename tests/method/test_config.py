@@ -126,13 +126,22 @@ OTHER_VALUES = {
     "history.hold": 2.0, "history.admit": math.inf, "history.laplacian": "run",
     "history.laplacian_fusion": "rank_mean", "training.regime_threshold": 500, "training.leaky_slope": 0.1,
     "training.bn_momentum": 0.1, "training.decorrelation_weight": 0.5, "views.random_keep": 0.4,
-    "selection.auto_frequency": 0.6,
+    "selection.auto_frequency": 0.6, "baselines.cae.mean_max_target": 0.9, "baselines.cae.stop_mean_max": 0.9,
+    "baselines.lscae.lr_decay": 0.5, "baselines.lscae.lr_step": 50, "baselines.lscae.min_decoder_lr": 0.0,
 }
 
 
 def nested(name, value):
-    section, _, key = name.partition(".")
-    return {section: {key: value}}
+    tree = value
+    for part in reversed(name.split(".")):
+        tree = {part: tree}
+    return tree
+
+
+def pruned(tree):
+    """``tree`` without the dicts left empty."""
+    out = {key: pruned(value) if isinstance(value, dict) else value for key, value in tree.items()}
+    return {key: value for key, value in out.items() if value != {}}
 
 
 def test_every_old_key_is_covered_and_every_new_name_exists():
@@ -179,8 +188,7 @@ def test_an_old_key_does_not_override_a_new_key_the_user_named():
 def test_a_removed_key_at_its_fixed_value_is_accepted_with_a_warning(name, caplog):
     fixed, _ = REMOVED[name]
     migrated, notes = migrate_parameters(nested(name, fixed))
-    section = name.partition(".")[0]
-    assert migrated.get(section, {}) == {}
+    assert pruned(migrated) == {}
     assert len(notes) == 1 and name in notes[0] and "no longer a setting" in notes[0]
     with caplog.at_level(logging.WARNING, logger="iclfs.method.config"):
         assert Settings.from_parameters(nested(name, fixed)) == Settings()

@@ -80,6 +80,16 @@ LSCAE_UNIFORM_LOW = 1e-6  # the lower bound of LS-CAE's uniform noise
 # ---------------------------------------------------------------- options
 
 
+#: The reference implementations' constants. CAE: no further try once the mean over rows of the selector's
+#: largest probability exceeds the target, and a try ends early past the stop. LS-CAE: both learning rates are
+#: multiplied by the decay every step epochs, the decoder's never below the floor.
+CAE_MEAN_MAX_TARGET = 0.99
+CAE_STOP_MEAN_MAX = 0.998
+LSCAE_LR_DECAY = 0.1
+LSCAE_LR_STEP = 100
+LSCAE_MIN_DECODER_LR = 1e-5
+
+
 @dataclass(frozen=True)
 class CAEOptions(Section):
     """The concrete autoencoder's training (Balın, Abid and Zou, 2019); the reference code's settings."""
@@ -95,10 +105,6 @@ class CAEOptions(Section):
     dropout: float = param(0.1, number(0, 1, high_open=True), "dropout after the hidden layer")
     tries: int = param(1, integer(1, 10), "trainings at most, each with twice the epochs of the last "
                                           "(the reference: 5)")
-    mean_max_target: float = param(0.99, number(0, 1, low_open=True),
-                                   "no further try once the mean over rows of the largest probability exceeds this")
-    stop_mean_max: float = param(0.998, number(0, 1, low_open=True),
-                                 "a try ends early once that mean exceeds this")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -120,9 +126,6 @@ class LSCAEOptions(Section):
     hidden: int = param(128, integer(1), "width of the decoder's two hidden layers")
     decoder_lr: float = param(1e-3, number(0, low_open=True), "the decoder's Adam learning rate")
     selector_lr: float = param(1e-1, number(0, low_open=True), "the selector's Adam learning rate")
-    lr_decay: float = param(0.1, number(0, 1, low_open=True), "both rates are multiplied by this ...")
-    lr_step: int = param(100, integer(1), "... every this many epochs")
-    min_decoder_lr: float = param(1e-5, number(0), "the decoder's rate never falls below this")
     start_temperature: float = param(10.0, number(0, low_open=True), "the temperature of the first epoch")
     end_temperature: float = param(0.01, number(0, low_open=True), "the temperature it falls to")
     scale_neighbor: int = param(2, integer(2), "the kernel scale: the largest distance to this neighbour "
@@ -146,11 +149,10 @@ def lscae_temperature(epoch: int, epochs: int, start: float, end: float) -> floa
 
 
 def lscae_learning_rates(epoch: int, options: LSCAEOptions) -> tuple[float, float]:
-    """(decoder, selector) learning rates in ``epoch``: ``lr_decay^floor((epoch + 1) / lr_step)`` times the
-    initial rates (the reference's LambdaLR, stepped after each epoch), the decoder's floored at
-    ``min_decoder_lr``."""
-    factor = options.lr_decay ** math.floor((epoch + 1) / options.lr_step)
-    return max(options.decoder_lr * factor, options.min_decoder_lr), options.selector_lr * factor
+    """(decoder, selector) learning rates in ``epoch``: ``0.1^floor((epoch + 1) / 100)`` times the initial rates
+    (the reference's LambdaLR, stepped after each epoch), the decoder's floored at 1e-5."""
+    factor = LSCAE_LR_DECAY ** math.floor((epoch + 1) / LSCAE_LR_STEP)
+    return max(options.decoder_lr * factor, LSCAE_MIN_DECODER_LR), options.selector_lr * factor
 
 
 def distinct_selection(argmax: np.ndarray, probabilities: np.ndarray) -> np.ndarray:
@@ -261,9 +263,9 @@ def train_cae(X: torch.Tensor, k: int, options: CAEOptions, progress: bool = Fal
                 mean_max = float(torch.softmax(logits, dim=1).max(dim=1).values.mean())
             history.append({"try": attempt, "epoch": epoch, "loss": total / n,
                             "temperature": float(temperatures[step - 1]), "mean_max_probability": mean_max})
-            if mean_max > options.stop_mean_max:
+            if mean_max > CAE_STOP_MEAN_MAX:
                 break
-        if mean_max > options.mean_max_target:
+        if mean_max > CAE_MEAN_MAX_TARGET:
             break
         epochs *= 2
     with torch.no_grad():

@@ -382,6 +382,11 @@ REMOVED = {
                                             "false is the ablation)"),
     "views.random_keep": (0.5, "the random view's keep ratio of the ablation"),
     "selection.auto_frequency": (0.5, "selection.k auto's agreement threshold"),
+    "baselines.cae.mean_max_target": (0.99, "the reference implementation's"),
+    "baselines.cae.stop_mean_max": (0.998, "the reference implementation's"),
+    "baselines.lscae.lr_decay": (0.1, "the reference implementation's"),
+    "baselines.lscae.lr_step": (100, "the reference implementation's"),
+    "baselines.lscae.min_decoder_lr": (1e-5, "the reference implementation's"),
 }
 #: Sections of an earlier version whose keys all moved or went.
 OLD_SECTIONS = ("consensus", "history")
@@ -402,21 +407,18 @@ def migrate_parameters(parameters: Mapping[str, Any], given: Collection[str] = (
         A copy; nested sections are copied too.
     warnings : list of str
     """
-    migrated = {key: dict(value) if isinstance(value, Mapping) else value for key, value in parameters.items()}
+    migrated = _copy_tree(parameters)
     notes = []
     for name in sorted(set(RENAMED) | set(REMOVED)):
-        section, _, key = name.partition(".")
-        old = migrated.get(section)
-        if not isinstance(old, Mapping) or key not in old:
+        *path, key = name.split(".")
+        old = _walk(migrated, path)
+        if old is None or key not in old:
             continue
         value = old.pop(key)
         if name in RENAMED:
-            new_section, _, new_key = RENAMED[name].partition(".")
-            target = migrated.setdefault(new_section, {})
-            if not isinstance(target, Mapping):
-                continue
-            target = migrated[new_section] = dict(target)
-            if RENAMED[name] not in given:
+            *new_path, new_key = RENAMED[name].split(".")
+            target = _walk(migrated, new_path, create=True)
+            if target is not None and RENAMED[name] not in given:
                 target[new_key] = value
             notes.append(f"parameter {name} is now {RENAMED[name]}; the old name works in this version only")
             continue
@@ -429,6 +431,22 @@ def migrate_parameters(parameters: Mapping[str, Any], given: Collection[str] = (
         if section in migrated and not migrated[section]:
             del migrated[section]
     return migrated, notes
+
+
+def _copy_tree(tree: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: _copy_tree(value) if isinstance(value, Mapping) else value for key, value in tree.items()}
+
+
+def _walk(tree: dict[str, Any], path: list[str], create: bool = False) -> dict[str, Any] | None:
+    """The dict at ``path`` in ``tree`` (made on the way with ``create``), or None."""
+    for part in path:
+        child = tree.get(part)
+        if child is None and create:
+            child = tree[part] = {}
+        if not isinstance(child, dict):
+            return None
+        tree = child
+    return tree
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ artifact version. It holds:
   the method (``training``, ``views``, ``members``, ``ranking``,
   ``laplacian``, ``runtime``); for another method its own options
   (``baselines.<method>``): never another method's;
-* **tags**: the pipeline, the runner's class, the Kedro environment, the
+* **tags**: the pipeline, the runner's class, the project's folder, the Kedro environment, the
   data source, the method, the versions of iclfs and Kedro, and a
   scheduler's run (``AIRFLOW_CTX_*``);
 * **the input** as an MLflow dataset: the data source's name, the file, the
@@ -226,6 +226,7 @@ class TrackingHook:
         version = run_params.get("run_id") or run_params.get("session_id") or ""
         name = f"benchmark · {version}" if benchmark else f"{source} · {method} · {version}"
         tags = {"pipeline": ",".join(map(str, names)), "runner": runner_name(run_params.get("runner", "")),
+                "project_path": str(run_params.get("project_path")),
                 "env": str(run_params.get("env")), "data_source": source, "method": method,
                 "version": str(version), "kedro_version": str(run_params.get("kedro_version"))}
         given = run_params.get("runtime_params") or {}
@@ -289,11 +290,13 @@ class TrackingHook:
         metrics, per_k = run_metrics(saved)
         if metrics:
             mlflow.log_metrics(metrics)
-        log = saved("training_log")
-        if log is not None and "loss" in log and log["loss"].notna().any() and "epoch" in log:
-            for epoch, loss in log.groupby("epoch")["loss"].mean().items():
-                if np.isfinite(loss):
-                    mlflow.log_metric("loss", float(loss), step=int(epoch))
+        for name in sorted(n for n in outputs if n == "training_log" or str(n).endswith(".training_log")):
+            log = saved(name)  # a benchmark's are one per dataset (COIL20.training_log: COIL20.loss)
+            if log is not None and "loss" in log and log["loss"].notna().any() and "epoch" in log:
+                metric = name[: -len("training_log")] + "loss"
+                for epoch, loss in log.groupby("epoch")["loss"].mean().items():
+                    if np.isfinite(loss):
+                        mlflow.log_metric(metric, float(loss), step=int(epoch))
         if per_k is not None and not per_k.empty:
             with tempfile.TemporaryDirectory() as folder:
                 path = Path(folder) / "metrics_per_k.csv"

@@ -31,13 +31,15 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
           versioned: true
     """
 
-    def __init__(self, *, filepath: str, version: Version | None = None, records: str | None = None,
+    def __init__(self, *, filepath: str, version: Version | None = None, records: str | dict | None = None,
                  count: int | None = None, load_args: dict[str, Any] | None = None,
                  metadata: dict[str, Any] | None = None) -> None:
         if count is not None and (not isinstance(count, int) or count < 1):
             raise DatasetError(f"PreviousVersionDataset({filepath}): count must be a positive integer, got {count!r}")
         self._count = count
         protocol, path = get_protocol_and_path(filepath, version)
+        if isinstance(records, dict):  # {filepath: ...}: Kedro makes a filepath absolute, whatever the cwd
+            records = records["filepath"]
         self._records = None if records is None else PurePosixPath(get_protocol_and_path(records)[1])
         self._load_args = dict(load_args or {})
         self._protocol = protocol

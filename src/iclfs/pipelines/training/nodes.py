@@ -76,7 +76,9 @@ def train_members(inverted_data: np.ndarray, feature_names: list[str], training:
     settings = Settings.from_parameters({"training": training, "views": views, "runtime": runtime,
                                          "members": members, "ranking": ranking, "selection": selection})
     seed = int(history_start["seed"])
-    standardized = np.ascontiguousarray(inverted_data.T)
+    # The standardized table exactly as data_processing laid it out (the inverted map's transpose): another
+    # method's linear algebra rounds by the memory layout of what it is given.
+    standardized = inverted_data.T
     grid = k_values_for(settings.selection, len(feature_names))
     method = settings.selection.method
     if method != "iclfs":
