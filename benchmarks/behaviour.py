@@ -23,7 +23,7 @@ member's scores). ``check`` runs the same again and names each entry that
 differs: a refactor that changes no behaviour leaves every one equal.
 
 The settings are given as dotted keys. Keys a later version renamed keep
-working through the deprecation map of :mod:`iclfs.method.config`, so the
+working through the deprecation map of :mod:`iclfs.method._config`, so the
 record made before a rename checks the code after it.
 """
 
@@ -56,7 +56,7 @@ def digest(array: np.ndarray) -> str:
 
 
 def settings_for(overrides: dict):
-    from iclfs.method.config import Settings
+    from iclfs.method._config import Settings
 
     text = ",".join(f"{key}={json.dumps(value)}" for key, value in overrides.items())
     return Settings().with_overrides(text + ",runtime.num_threads=1,runtime.progress=false")
@@ -84,8 +84,8 @@ def record_dataset(table) -> dict:
     """Every case on one table."""
     from iclfs import baselines
     from iclfs import chain
-    from iclfs.method.ranking import MemberHistory
-    from iclfs.method.preprocessing import FeatureTable, prepare
+    from iclfs.method._ranking import MemberHistory
+    from iclfs.method._preprocessing import FeatureTable, prepare
 
     out: dict = {}
     for case in ("one_run", "two_members"):
@@ -110,7 +110,7 @@ def record_dataset(table) -> dict:
 
 
 def record(datasets, folders) -> dict:
-    from iclfs.io.tables import find_dataset, read_feature_table
+    from iclfs.io._tables import find_dataset, read_feature_table
 
     return {name: record_dataset(read_feature_table(find_dataset(name, folders))) for name in datasets}
 

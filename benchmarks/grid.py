@@ -12,7 +12,7 @@ every cell that is not there yet (``--force`` recomputes): ICLFS with those
 settings, or those changed with ``--set`` (Kedro's ``--params`` syntax), and
 the baselines, each cell written whole or not at all to
 ``<cells>/<dataset>/<method slug>/seed_<seed>.csv``
-(:mod:`iclfs.evaluation.benchmark`). Cells run one after another, or on Dask
+(:mod:`iclfs.evaluation._benchmark`). Cells run one after another, or on Dask
 with ``--workers N`` (a ``LocalCluster`` on this machine) or ``--scheduler
 tcp://host:8786`` (a running cluster). A cell killed half-way leaves no file,
 so running the same command again computes exactly the missing cells.
@@ -35,11 +35,11 @@ from pathlib import Path
 import pandas as pd
 
 from iclfs import baselines
-from iclfs.evaluation.benchmark import baseline_selections, cell_key, evaluate_cell, gather, method_name
-from iclfs.io.tables import TableReadError, find_dataset, read_feature_table
+from iclfs.evaluation._benchmark import baseline_selections, cell_key, evaluate_cell, gather, method_name
+from iclfs.io._tables import TableReadError, find_dataset, read_feature_table
 from iclfs import chain
-from iclfs.method.config import ParameterError, Settings, canonical, parse_overrides
-from iclfs.method.members import total_epochs, total_seconds
+from iclfs.method._config import ParameterError, Settings, canonical, parse_overrides
+from iclfs.method._members import total_epochs, total_seconds
 
 CELLS = "data/08_reporting/benchmark/cells"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -164,7 +164,7 @@ def publish(cells: dict[str, pd.DataFrame], results: Path, parameters: dict, com
     """Write the cells under ``results/cells``, the report ``results/benchmark.md`` and its figures."""
     import matplotlib.pyplot as plt  # only the report draws: a GPU box running cells needs no matplotlib
 
-    from iclfs.evaluation.report import build_report, figure, spec_for
+    from iclfs.evaluation._report import build_report, figure, spec_for
 
     for key, table in cells.items():
         write_cell(results / "cells", key, table)
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     report.add_argument("--results", default=str(RESULTS))
     args = parser.parse_args(argv)
 
-    from iclfs.pipelines.conf import project_conf  # Kedro's loader; the cells themselves need no Kedro
+    from iclfs.pipelines._conf import project_conf  # Kedro's loader; the cells themselves need no Kedro
 
     parameters = project_conf(args.conf_source, args.env)
     if "benchmark" not in parameters:

@@ -13,7 +13,7 @@
 **Train** (the expensive part, once). For each deployment (its own seed) and
 refresh r, a fresh random 90 % of the samples is drawn, and the refresh's one
 ICLFS run (the default settings) is trained on it with the seed a carried
-history gives its member number r (:func:`iclfs.method.ranking.member_seed`).
+history gives its member number r (:func:`iclfs.method._ranking.member_seed`).
 That run is both the method "one run per refresh" and the carried
 consensus's new member, so it is never trained twice. Its scores, samples,
 seed and time go to one file per dataset and deployment, refresh by refresh,
@@ -22,7 +22,7 @@ so a killed run resumes where it stopped.
 **Lists.** At every refresh every method hands on its list at every k of the
 grid, selected from that refresh's table: one run (its own order through
 LGRC on the refresh's Laplacian scores), the carried consensus (every member
-kept, combined by :func:`iclfs.method.ranking.combine_kept`, then LGRC as
+kept, combined by :func:`iclfs.method._ranking.combine_kept`, then LGRC as
 for one run), the Laplacian score, and NDFS given the number of classes and
 seeded by the deployment. Per refresh and method a cell records: the
 Jaccard index and Nogueira's Φ of the k = 50 list against the previous
@@ -106,7 +106,7 @@ alone, and two deployments' Laplacian lists agree far more (0.64 / 0.85 /
 third round's winner with the rank of the Laplacian scores its gate uses
 (``history.laplacian``: the members' carried mean) fused into the carried
 order with the weight ``members.laplacian_weight`` w, ``(1 - w) r_carried +
-w r_laplacian`` (:func:`iclfs.method.members.carry`), for w in 0, 0.1, 0.25
+w r_laplacian`` (:func:`iclfs.method._members.carry`), for w in 0, 0.1, 0.25
 and 0.5 (0: the third round's winner, computed again). They are judged by
 rules 1 and 2 above; the most points wins, a tie goes to the higher mean
 agreement, then to the smaller weight. The winner's weight becomes the
@@ -129,7 +129,7 @@ ORL, 0-1 on Isolet, 23-25 on madelon (``heads`` writes these measures to
 ``results/refresh_heads.md``); the members' first 50 agree 0.35 on
 lung_small, 0.49 on ORL, 0.18 on Isolet, 0.30 on madelon. Reciprocal rank fusion (Cormack, Clarke and Buettcher, SIGIR
 2009; ``history.laplacian_fusion: reciprocal_rank``,
-:func:`iclfs.method.ranking.fuse_laplacian`) puts the heads of both
+:func:`iclfs.method._ranking.fuse_laplacian`) puts the heads of both
 orders first instead. The fifth round's candidates are the fourth round's
 winner (the ``history`` defaults) with ``laplacian_fusion`` and
 ``laplacian_weight`` w in: ``rank_mean`` with w 0 and 0.25 (the
@@ -162,15 +162,15 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from iclfs.baselines.graph import ndfs_scores
-from iclfs.evaluation.benchmark import slug
-from iclfs.evaluation.protocol import best_k, evaluate_selections
-from iclfs.io.synthetic import make_synthetic
-from iclfs.io.tables import find_dataset, read_feature_table
+from iclfs.baselines._graph import ndfs_scores
+from iclfs.evaluation._benchmark import slug
+from iclfs.evaluation._protocol import best_k, evaluate_selections
+from iclfs.io._synthetic import make_synthetic
+from iclfs.io._tables import find_dataset, read_feature_table
 from iclfs.chain import k_values_for
-from iclfs.method.config import MembersConfig, RuntimeConfig, SelectionConfig, TrainingConfig, ViewConfig
-from iclfs.method.lgrc import ADMIT, HOLD, held_selections, select_every_k
-from iclfs.method.ranking import (
+from iclfs.method._config import MembersConfig, RuntimeConfig, SelectionConfig, TrainingConfig, ViewConfig
+from iclfs.method._lgrc import ADMIT, HOLD, held_selections, select_every_k
+from iclfs.method._ranking import (
     Member,
     MemberHistory,
     carried_laplacian,
@@ -179,11 +179,11 @@ from iclfs.method.ranking import (
     member_seed,
     rank,
 )
-from iclfs.method.laplacian import laplacian_scores
-from iclfs.method.members import train_members
-from iclfs.method.preprocessing import FeatureTable, PreparedData, invert, prepare
-from iclfs.method.scores import feature_order, rank_score
-from iclfs.method.stability import jaccard, nogueira_of
+from iclfs.method._laplacian import laplacian_scores
+from iclfs.method._members import train_members
+from iclfs.method._preprocessing import FeatureTable, PreparedData, invert, prepare
+from iclfs.method._scores import feature_order, rank_score
+from iclfs.method._stability import jaccard, nogueira_of
 
 HERE = Path(__file__).resolve().parent
 STORE = "data/08_reporting/benchmark/refresh"  # the members trained here
@@ -251,7 +251,7 @@ def carry_candidate(history: MemberHistory, member: Member, names: Sequence[str]
                     grid: Sequence[int], laplacian: np.ndarray) -> tuple[MemberHistory, np.ndarray, np.ndarray]:
     """A carrying run's ranking step under ``candidate``: ``history`` with ``member``, the order and the
     Laplacian scores LGRC gates by. The product's parts where the candidate is the product's
-    (:func:`~iclfs.method.ranking.rank`); the study's own alternatives beside them."""
+    (:func:`~iclfs.method._ranking.rank`); the study's own alternatives beside them."""
     kept = history.add_run([replace(member, laplacian=np.asarray(laplacian, dtype=np.float64))],
                            candidate.max_members)
     combined = combine_kept(kept, names, candidate.half_life, grid)

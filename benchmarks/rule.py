@@ -38,9 +38,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from iclfs.evaluation.benchmark import gather, method_name
-from iclfs.evaluation.report import Summary, baseline_cell, best_baseline, summarize
-from iclfs.method.config import Settings
+from iclfs.evaluation._benchmark import gather, method_name
+from iclfs.evaluation._report import Summary, baseline_cell, best_baseline, summarize
+from iclfs.method._config import Settings
 
 from .grid import CELLS, RESULTS, read_cells
 
@@ -83,7 +83,7 @@ def points(results: pd.DataFrame, candidates: Mapping[str, str], reference: str,
     Parameters
     ----------
     results : pandas.DataFrame
-        Benchmark cells gathered into one table (:func:`iclfs.evaluation.benchmark.gather`).
+        Benchmark cells gathered into one table (:func:`iclfs.evaluation._benchmark.gather`).
     candidates : mapping of str to str
         ``{short name: benchmark method name}``, in the order to report.
     reference : str

@@ -10,7 +10,7 @@ FLOPs of one epoch (counted by ``torch.utils.flop_counter``) and the achieved
 FLOP/s against this machine's fp32 matmul rate, measured by the ``fast``
 worker itself just before and just after its timed epochs (the higher of the
 two: on a shared machine that rate drifts). Every epoch is
-:meth:`iclfs.method.training.Trainer.step`, what training runs. A synthetic
+:meth:`iclfs.method._training.Trainer.step`, what training runs. A synthetic
 sweep over d and over n reports time and memory per ``fast`` epoch, and
 ``--selection-sizes`` times the whole default selection (training, every
 member for a consensus, scoring, the Laplacian score, LGRC) on synthetic
@@ -46,19 +46,19 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from iclfs.io.tables import read_feature_table
+from iclfs.io._tables import read_feature_table
 from iclfs import chain
-from iclfs.method.config import RuntimeConfig, Settings, TrainingConfig, ViewConfig
-from iclfs.method.members import total_epochs, total_seconds
-from iclfs.method.model import FeatureAttention
-from iclfs.method.preprocessing import FeatureTable, invert, prepare
-from iclfs.method.runtime import (
+from iclfs.method._config import RuntimeConfig, Settings, TrainingConfig, ViewConfig
+from iclfs.method._members import total_epochs, total_seconds
+from iclfs.method._model import FeatureAttention
+from iclfs.method._preprocessing import FeatureTable, invert, prepare
+from iclfs.method._runtime import (
     attention_kernel_for,
     compute_settings,
     resolve_device,
     resolve_precision,
 )
-from iclfs.method.training import Trainer
+from iclfs.method._training import Trainer
 
 DEFAULT_DATASETS = ("Prostate_GE", "COIL20", "arcene", "BASEHOCK")
 SWEEP_D = (1000, 5000, 10000, 20000, 50000)
@@ -197,7 +197,7 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
     CUDA the first epoch pays for cuBLAS handles and kernel selection, often
     more than a whole epoch, so it is always run and never timed.
 
-    Each epoch is :meth:`iclfs.method.training.Trainer.step`, with training's precision and thread count.
+    Each epoch is :meth:`iclfs.method._training.Trainer.step`, with training's precision and thread count.
     """
     A = _inverted_map(source)
     d, n = A.shape
@@ -399,7 +399,7 @@ def render(report: dict, notes: str = "") -> str:
     if timed:
         lines += ["", "## Attention kernels", "",
                   "Forward + backward of the attention core alone at each dataset's (d, n), best of 3; "
-                  "`picked` is the kernel `fast` uses here (iclfs.method.runtime.attention_kernel_for).", "",
+                  "`picked` is the kernel `fast` uses here (iclfs.method._runtime.attention_kernel_for).", "",
                   "| dataset | n x d | fused s | blocked s | faster | picked |", "|---|---|---|---|---|---|"]
         for row in timed:
             t, fast = row["attention_seconds"], row["fast"]

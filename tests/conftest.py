@@ -37,7 +37,7 @@ CONSENSUS_OVERRIDES = {"members": {"per_run": 3, "epochs": 2, "subsample": 0.5}}
 
 def config_loader(conf: Path = PROJECT_ROOT / "conf", env: str = "base"):
     """Kedro's config loader as the project's settings build it (the data_source resolver included)."""
-    from iclfs.pipelines.conf import ProjectConfigLoader
+    from iclfs.pipelines._conf import ProjectConfigLoader
     from iclfs.settings import CONFIG_LOADER_ARGS
 
     with warnings.catch_warnings():
@@ -64,6 +64,6 @@ def fast_parameters(base_parameters) -> dict:
 @pytest.fixture
 def tiny_table():
     """40 samples x 40 features, 2 classes, 6 informative features."""
-    from iclfs.io.synthetic import make_synthetic
+    from iclfs.io._synthetic import make_synthetic
 
     return make_synthetic(n_samples=40, n_classes=2, n_informative=6, n_redundant=4, n_noise=30, seed=3)

@@ -7,10 +7,10 @@ import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from iclfs import baselines, chain
-from iclfs.io.synthetic import make_synthetic
-from iclfs.method.config import RuntimeConfig, SelectionConfig, Settings
-from iclfs.method.preprocessing import FeatureTable, prepare
-from iclfs.selectors import BaselineSelector
+from iclfs.io._synthetic import make_synthetic
+from iclfs.method._config import RuntimeConfig, SelectionConfig, Settings
+from iclfs.method._preprocessing import FeatureTable, prepare
+from iclfs._selectors import BaselineSelector
 
 QUICK = {"cae": {"epochs": 2}, "lscae": {"epochs": 2}}
 METHODS = [m for m in baselines.METHODS if m != "iclfs"]

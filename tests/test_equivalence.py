@@ -14,10 +14,10 @@ import yaml
 from kedro.framework.startup import bootstrap_project
 
 from iclfs import BaselineSelector, ICLFSSelector, chain
-from iclfs.io.synthetic import make_synthetic
-from iclfs.io.tables import read_feature_table
-from iclfs.method.config import Settings
-from iclfs.method.ranking import MemberHistory
+from iclfs.io._synthetic import make_synthetic
+from iclfs.io._tables import read_feature_table
+from iclfs.method._config import Settings
+from iclfs.method._ranking import MemberHistory
 from tests.project_copy import copy_project, run_session
 
 pytestmark = pytest.mark.slow

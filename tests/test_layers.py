@@ -15,7 +15,7 @@ LAYERS = {
     "method": 0,
     "baselines": 1,
     "io": 1,
-    "selectors": 2,
+    "_selectors": 2,
     "chain": 2,
     "evaluation": 2,
     "pipelines": 3,
@@ -23,7 +23,7 @@ LAYERS = {
     "pipeline_registry": 3,
     "cli": 3,
     "runner": 3,
-    "distributed": 3,
+    "_distributed": 3,
     "__main__": 3,
 }
 

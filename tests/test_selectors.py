@@ -14,8 +14,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from iclfs import chain
-from iclfs.io.synthetic import make_synthetic
-from iclfs.method.config import (
+from iclfs.io._synthetic import make_synthetic
+from iclfs.method._config import (
     SECTIONS,
     LaplacianConfig,
     MembersConfig,
@@ -27,13 +27,13 @@ from iclfs.method.config import (
     TrainingConfig,
     ViewConfig,
 )
-from iclfs.method.laplacian import laplacian_scores
-from iclfs.method.lgrc import lgrc_select
-from iclfs.method.preprocessing import FeatureTable, invert, prepare
-from iclfs.method.ranking import MemberHistory, carried_laplacian, combine_kept, fuse_laplacian, member_seed
-from iclfs.method.scores import embed, feature_order, feature_scores, rank_positions
-from iclfs.method.training import train
-from iclfs.selectors import EXPECTED_FAILED_CHECKS, ICLFSSelector
+from iclfs.method._laplacian import laplacian_scores
+from iclfs.method._lgrc import lgrc_select
+from iclfs.method._preprocessing import FeatureTable, invert, prepare
+from iclfs.method._ranking import MemberHistory, carried_laplacian, combine_kept, fuse_laplacian, member_seed
+from iclfs.method._scores import embed, feature_order, feature_scores, rank_positions
+from iclfs.method._training import train
+from iclfs._selectors import EXPECTED_FAILED_CHECKS, ICLFSSelector
 
 K = 5
 # members is passed explicitly: the default consensus is not decided yet.
@@ -550,7 +550,7 @@ def test_partial_fit_needs_the_same_features_and_fit_starts_afresh(table, frame)
 
 def test_both_selectors_import_from_the_package():
     from iclfs import BaselineSelector, ICLFSSelector as Imported
-    from iclfs import selectors
+    from iclfs import _selectors as selectors
 
     assert Imported is ICLFSSelector is selectors.ICLFSSelector
     assert BaselineSelector is selectors.BaselineSelector

@@ -12,7 +12,7 @@ __all__ = ["BaselineSelector", "ICLFSSelector", "__version__"]
 def __getattr__(name: str):
     # Imported on first use, so `import iclfs` stays light (no torch until needed).
     if name in ("ICLFSSelector", "BaselineSelector"):
-        from iclfs import selectors
+        from iclfs import _selectors as selectors
 
         return getattr(selectors, name)
     raise AttributeError(f"module 'iclfs' has no attribute {name!r}")

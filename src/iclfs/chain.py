@@ -22,14 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from iclfs import baselines
-from iclfs.method.config import ParameterError, SelectionConfig, Settings
-from iclfs.method.k_choice import KChoice, choose_k
-from iclfs.method.laplacian import laplacian_scores
-from iclfs.method.lgrc import gate
-from iclfs.method.members import MemberTraining, member_samples, member_settings, train_members
-from iclfs.method.preprocessing import DataValidationError, FeatureTable, PreparedData, invert, prepare
-from iclfs.method.ranking import Continuation, Member, MemberHistory, Ranking, rank, start
-from iclfs.method.runtime import plan_training, resolve_device, resolve_precision
+from iclfs.method._config import ParameterError, SelectionConfig, Settings
+from iclfs.method._k_choice import KChoice, choose_k
+from iclfs.method._laplacian import laplacian_scores
+from iclfs.method._lgrc import gate
+from iclfs.method._members import MemberTraining, member_samples, member_settings, train_members
+from iclfs.method._preprocessing import DataValidationError, FeatureTable, PreparedData, invert, prepare
+from iclfs.method._ranking import Continuation, Member, MemberHistory, Ranking, rank, start
+from iclfs.method._runtime import plan_training, resolve_device, resolve_precision
 
 __all__ = ["ChainResult", "Trained", "as_members", "check_for_data", "check_runtime", "k_values_for", "prepare_checked",
            "run", "train"]
@@ -146,7 +146,7 @@ def train(standardized: np.ndarray, feature_names: Sequence[str], settings: Sett
     feature_names : sequence of str
     settings : Settings
     seed : int
-        The seed of the run's first member (:func:`~iclfs.method.ranking.start`).
+        The seed of the run's first member (:func:`~iclfs.method._ranking.start`).
     grid : sequence of int
         Every k: another method selects at each.
     options : mapping, optional

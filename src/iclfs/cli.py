@@ -19,15 +19,15 @@ import click
 import yaml
 from kedro.framework.cli.project import run as kedro_run
 
-from iclfs.io.tables import TableReadError
-from iclfs.method.config import ParameterError
-from iclfs.method.preprocessing import DataValidationError
-from iclfs.method.runtime import ResourceLimitError
-from iclfs.pipelines.hooks import OutputNotWritableError
-from iclfs.pipelines.logs import plain_off_terminal
-from iclfs.pipelines.resolvers import DataSourceError
-from iclfs.pipelines.runs import RunRecordError
-from iclfs.pipelines.tracking import TrackingUnavailableError
+from iclfs.io._tables import TableReadError
+from iclfs.method._config import ParameterError
+from iclfs.method._preprocessing import DataValidationError
+from iclfs.method._runtime import ResourceLimitError
+from iclfs.pipelines._hooks import OutputNotWritableError
+from iclfs.pipelines._logs import plain_off_terminal
+from iclfs.pipelines._resolvers import DataSourceError
+from iclfs.pipelines._runs import RunRecordError
+from iclfs.pipelines._tracking import TrackingUnavailableError
 
 #: Errors that are about what the user gave, not about the code: their message is the whole story.
 USER_ERRORS = (DataValidationError, ParameterError, TableReadError, DataSourceError, OutputNotWritableError,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kedro.pipeline import Pipeline
 
-from iclfs.io.tables import TableReadError, find_dataset
+from iclfs.io._tables import TableReadError, find_dataset
 from iclfs.pipelines import (
     benchmark,
     benchmark_report,
@@ -21,7 +21,7 @@ from iclfs.pipelines import (
     training,
     views,
 )
-from iclfs.pipelines.conf import project_conf
+from iclfs.pipelines._conf import project_conf
 
 LOGGER = logging.getLogger(__name__)
 

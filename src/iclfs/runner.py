@@ -8,7 +8,7 @@ One line in ``conf/local/dask.yml`` moves a run from this machine to a cluster::
 or, for one run, ``--runner-params scheduler=tcp://scheduler-host:8786``.
 With no address the runner starts a ``LocalCluster`` of
 ``dask.n_workers`` worker processes (null: the CPUs this process may use,
-:func:`iclfs.method.runtime.available_cpus`) of ``dask.threads_per_worker``
+:func:`iclfs.method._runtime.available_cpus`) of ``dask.threads_per_worker``
 threads each, and closes it when the run ends.
 
 How a run is executed
@@ -67,7 +67,7 @@ run, which exist only in the driver). In the driver:
   outputs the driver saves itself (the tracking and in-memory ones).
 * ``after_node_run``, ``on_node_error``, the load hooks, and the save hooks
   of the files a worker writes are not called for nodes run on workers. In
-  this project :class:`iclfs.pipelines.tracking.TrackingHook` logs the
+  this project :class:`iclfs.pipelines._tracking.TrackingHook` logs the
   artifacts that workers wrote from their files when the pipeline ends.
 
 Nodes that run whole in the driver get every hook.
@@ -93,9 +93,10 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kedro.framework.hooks.manager import _NullPluginManager
 from kedro.io import CachedDataset
 from kedro.runner import AbstractRunner, Task
+
+from iclfs.io._kedro import ephemeral, null_hook_manager, wrapped
 
 if TYPE_CHECKING:
     from kedro.io import CatalogProtocol
@@ -196,8 +197,8 @@ def in_memory(dataset: Any) -> bool:
     A ``CachedDataset`` is judged by the dataset it wraps: it saves through it.
     """
     if isinstance(dataset, CachedDataset):
-        return in_memory(dataset._dataset)
-    return dataset is None or bool(getattr(dataset, "_EPHEMERAL", False))
+        return in_memory(wrapped(dataset))
+    return dataset is None or ephemeral(dataset)
 
 
 def tracking(dataset: Any) -> bool:
@@ -292,7 +293,7 @@ class DaskRunner(AbstractRunner):
         of the project's ``dask.yml``; none there: a ``LocalCluster`` on this machine.
     n_workers, threads_per_worker : int, optional
         The ``LocalCluster``'s size. Default: ``dask.yml``'s; ``n_workers`` null
-        there: :func:`iclfs.method.runtime.available_cpus`.
+        there: :func:`iclfs.method._runtime.available_cpus`.
     is_async : bool
         Load a node's inputs and save its outputs with threads, on the worker.
     conf_source, env : optional
@@ -323,7 +324,7 @@ class DaskRunner(AbstractRunner):
         return None
 
     def _local_cluster_size(self) -> int:
-        from iclfs.method.runtime import available_cpus
+        from iclfs.method._runtime import available_cpus
 
         return self.settings.n_workers or available_cpus()
 
@@ -344,7 +345,7 @@ class DaskRunner(AbstractRunner):
     def _run(self, pipeline: Pipeline, catalog: CatalogProtocol, hook_manager: PluginManager | None = None,
              run_id: str | None = None) -> None:
         refuse_in_memory_intermediates(pipeline, catalog)  # before any connection: nothing has run
-        hook_manager = hook_manager or _NullPluginManager()
+        hook_manager = hook_manager or null_hook_manager()
         on_driver = {node for node in pipeline.nodes if runs_on_driver(node, catalog)}
         keep = {node: driver_outputs(node, catalog) for node in pipeline.nodes}
         client, cluster = self._connect()

@@ -1,14 +1,14 @@
 """Kedro project settings."""
 
-from iclfs.pipelines.conf import ProjectConfigLoader
-from iclfs.pipelines.hooks import OutputPreflightHook, ParameterCheckHook, RunSummaryHook
-from iclfs.pipelines.logs import PlainLogsHook
-from iclfs.pipelines.resolvers import data_source
-from iclfs.pipelines.runs import RunRecordHook
-from iclfs.pipelines.tracking import TrackingHook
+from iclfs.pipelines._conf import ProjectConfigLoader
+from iclfs.pipelines._hooks import OutputPreflightHook, ParameterCheckHook, RunSummaryHook
+from iclfs.pipelines._logs import PlainLogsHook
+from iclfs.pipelines._resolvers import data_source
+from iclfs.pipelines._runs import RunRecordHook
+from iclfs.pipelines._tracking import TrackingHook
 
 HOOKS = (PlainLogsHook(), ParameterCheckHook(), OutputPreflightHook(), TrackingHook(), RunRecordHook(), RunSummaryHook())
-# The project opens its own MLflow run (iclfs.pipelines.tracking); kedro-mlflow's hooks, if installed, stay off.
+# The project opens its own MLflow run (iclfs.pipelines._tracking); kedro-mlflow's hooks, if installed, stay off.
 DISABLE_HOOKS_FOR_PLUGINS = ("kedro-mlflow", "kedro_mlflow")
 
 CONFIG_LOADER_CLASS = ProjectConfigLoader

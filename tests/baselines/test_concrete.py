@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from iclfs import baselines
-from iclfs.baselines import concrete
-from iclfs.baselines.concrete import (
+from iclfs.baselines import _concrete as concrete
+from iclfs.baselines._concrete import (
     CAEOptions,
     LSCAEOptions,
     cae_temperatures,
@@ -21,8 +21,8 @@ from iclfs.baselines.concrete import (
     select_cae,
     select_lscae,
 )
-from iclfs.method.config import ParameterError, RuntimeConfig
-from iclfs.method.runtime import flushing_denormals
+from iclfs.method._config import ParameterError, RuntimeConfig
+from iclfs.method._runtime import flushing_denormals
 
 RUNTIME = RuntimeConfig(device="cpu", progress=False, num_threads=1)
 
@@ -110,7 +110,7 @@ def test_training_flushes_subnormals_on_the_cpu_and_restores_the_callers_setting
 
 
 def test_cae_tries_again_with_twice_the_epochs_and_ends_a_try_early_once_sure(X, monkeypatch):
-    from iclfs.baselines import concrete
+    from iclfs.baselines import _concrete as concrete
 
     monkeypatch.setattr(concrete, "CAE_MEAN_MAX_TARGET", 0.999999)
     unsure = select_cae(X, [3], seed=1, options=CAEOptions(epochs=2, tries=2), runtime=RUNTIME)

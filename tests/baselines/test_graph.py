@@ -12,22 +12,39 @@ from scipy import linalg
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lars
 
-from iclfs.baselines.graph import (
+from iclfs.baselines._graph import (
     _ndfs_factor,
     _ndfs_residual_op,
     _ndfs_w,
     _spectral_embedding,
+    _check_data,
+    _descending_order,
+    ascending_order,
     knn_affinity,
-    laplacian_score_order,
-    mcfs_order,
     mcfs_scores,
     mcfs_selections,
-    ndfs_order,
     ndfs_scores,
-    spec_order,
     spec_scores,
 )
-from iclfs.baselines.reference import random_orders
+from iclfs.method._laplacian import laplacian_scores
+from iclfs.baselines._reference import random_orders
+
+
+# Each method's order of every feature: its scores, best first (what its select_* function cuts at every k).
+def laplacian_score_order(X, n_neighbors=3):
+    return ascending_order(laplacian_scores(_check_data(X), n_neighbors=n_neighbors))
+
+
+def spec_order(X, gamma=None):
+    return ascending_order(spec_scores(X, gamma))
+
+
+def mcfs_order(X, n_clusters, n_neighbors=5, n_nonzero=None):
+    return _descending_order(mcfs_scores(X, n_clusters, n_neighbors, n_nonzero))
+
+
+def ndfs_order(X, n_clusters, **options):
+    return _descending_order(ndfs_scores(X, n_clusters, **options))
 
 
 def standardize(X):
@@ -283,7 +300,7 @@ def test_validation_message_names_value():
 
 def test_a_method_that_will_not_fit_is_refused_before_it_runs_naming_its_size():
     from iclfs.baselines import check_memory
-    from iclfs.method.runtime import ResourceLimitError
+    from iclfs.method._runtime import ResourceLimitError
 
     check_memory("ndfs", 200, 20_000, 50, available=2**30)  # n x n: small at 200 samples
     with pytest.raises(ResourceLimitError, match=r"NDFS needs about \d+\.\d GiB for 50,000 samples x 100 features"):

@@ -13,11 +13,11 @@ import yaml
 
 from benchmarks import grid as benchmark
 from iclfs.baselines import REGISTRY
-from iclfs.evaluation.benchmark import RESULT_COLUMNS, cell_key, method_name
-from iclfs.io.tables import read_feature_table
+from iclfs.evaluation._benchmark import RESULT_COLUMNS, cell_key, method_name
+from iclfs.io._tables import read_feature_table
 from iclfs import chain
-from iclfs.method.config import Settings
-from iclfs.pipelines.conf import project_conf
+from iclfs.method._config import Settings
+from iclfs.pipelines._conf import project_conf
 from tests.conftest import PROJECT_ROOT
 
 BASELINE_NAMES = {key: entry.name for key, entry in REGISTRY.items()}

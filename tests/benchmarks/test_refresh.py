@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 
 from benchmarks import refresh
-from iclfs.evaluation.benchmark import slug
-from iclfs.io.synthetic import make_synthetic
-from iclfs.method.config import MembersConfig
-from iclfs.method.lgrc import ADMIT, HOLD
-from iclfs.method.ranking import member_seed
-from iclfs.method.scores import feature_order
+from iclfs.evaluation._benchmark import slug
+from iclfs.io._synthetic import make_synthetic
+from iclfs.method._config import MembersConfig
+from iclfs.method._lgrc import ADMIT, HOLD
+from iclfs.method._ranking import member_seed
+from iclfs.method._scores import feature_order
 
 
 def tiny(dataset: str, r: int, data_dirs) -> object:
@@ -231,9 +231,9 @@ def test_the_reported_carried_consensus_is_exactly_the_products():
 
 def test_the_studys_carried_step_is_the_products_rank_for_the_products_candidate():
     """The study's own step (benchmarks/refresh.py) with the product's candidate orders and gates as iclfs does."""
-    from iclfs.method.lgrc import held_selections
-    from iclfs.method.config import SelectionConfig
-    from iclfs.method.ranking import Member, MemberHistory, rank
+    from iclfs.method._lgrc import held_selections
+    from iclfs.method._config import SelectionConfig
+    from iclfs.method._ranking import Member, MemberHistory, rank
 
     rng = np.random.default_rng(0)
     names = [f"g{j}" for j in range(40)]

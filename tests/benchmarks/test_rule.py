@@ -22,7 +22,7 @@ from benchmarks.rule import (
     markdown,
     points,
 )
-from iclfs.evaluation.benchmark import cell_key, gather
+from iclfs.evaluation._benchmark import cell_key, gather
 from tests.evaluation.cells import cell
 
 ONE = "ICLFS [fast]"

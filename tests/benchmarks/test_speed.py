@@ -94,7 +94,7 @@ def test_flop_counter_counts_every_product_of_the_blocked_attention(block_rows, 
     in place (addmm_), plus the weights' recomputation unless one block kept them."""
     import torch
 
-    from iclfs.method.attention import blocked_attention
+    from iclfs.method._attention import blocked_attention
 
     L, e = 16, 8
     q, k, v = (torch.randn(L, e, requires_grad=True) for _ in range(3))
@@ -106,7 +106,7 @@ def test_flop_counter_counts_every_product_of_the_blocked_attention(block_rows, 
 def test_flop_counter_counts_the_blocked_info_nce_backward():
     import torch
 
-    from iclfs.method.losses import info_nce_with_negative
+    from iclfs.method._losses import info_nce_with_negative
 
     d, dz = 12, 4
     za, zp, zn = (torch.randn(d, dz, requires_grad=True) for _ in range(3))

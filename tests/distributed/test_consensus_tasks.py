@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from iclfs.method.config import SCORE_NAMES, Settings
-from iclfs.method.members import train_members
-from iclfs.method.preprocessing import invert
+from iclfs.method._config import SCORE_NAMES, Settings
+from iclfs.method._members import train_members
+from iclfs.method._preprocessing import invert
 
 distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed")
 
-from iclfs.distributed import train_members_here, train_members_on  # noqa: E402  (needs distributed)
+from iclfs._distributed import train_members_here, train_members_on  # noqa: E402  (needs distributed)
 
 # Three members of two epochs on half the samples, one torch thread, on CPU.
 SETTINGS = ("training.epochs=2,members.per_run=3,members.epochs=2,members.subsample=0.5,"

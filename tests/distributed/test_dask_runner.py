@@ -17,7 +17,7 @@ from kedro.runner import SequentialRunner
 from kedro_datasets.json import JSONDataset
 from kedro_datasets.pickle import PickleDataset
 
-from iclfs.method.runtime import available_cpus
+from iclfs.method._runtime import available_cpus
 from iclfs.runner import DaskRunner, InMemoryIntermediateError, read_dask_conf
 from tests.distributed._support import CELLS, PROJECT_ROOT, TIMING_COLUMNS, make_project
 from tests.project_copy import run_session

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from iclfs.evaluation.benchmark import RESULT_COLUMNS
+from iclfs.evaluation._benchmark import RESULT_COLUMNS
 
 
 def cell(method, seed, accs, dataset="COIL20", ks=(50, 100), seconds=10.0, selected=None, n_runs=20, epochs=100):

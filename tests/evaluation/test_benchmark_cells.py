@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from iclfs.baselines import REGISTRY
-from iclfs.baselines.graph import mcfs_selections
-from iclfs.baselines.reference import random_orders
-from iclfs.evaluation.benchmark import (
+from iclfs.baselines._graph import mcfs_selections
+from iclfs.baselines._reference import random_orders
+from iclfs.evaluation._benchmark import (
     RESULT_COLUMNS,
     baseline_selections,
     cell_key,
@@ -17,11 +17,10 @@ from iclfs.evaluation.benchmark import (
     gather,
     method_name,
     slug,
-    split_cells,
 )
-from iclfs.method.config import ParameterError, Settings
-from iclfs.method.laplacian import laplacian_scores
-from iclfs.method.scores import feature_order
+from iclfs.method._config import ParameterError, Settings
+from iclfs.method._laplacian import laplacian_scores
+from iclfs.method._scores import feature_order
 from tests.evaluation.cells import cell
 
 # The paper's ICLFS: one run, the literal loop; every name below is relative to it.
@@ -178,7 +177,7 @@ def _cell(method, seed, accs, dataset="COIL20", ks=(50, 100)):
     return cell(method, seed, accs, dataset=dataset, ks=ks, selected=["1 2", "1 2 3"])
 
 
-def test_gather_orders_every_cell_and_split_cells_undoes_it():
+def test_gather_orders_every_cell_and_keeps_each_cells_rows():
     cells = {
         "COIL20/ls/seed_42": _cell("LS", 42, [0.4, 0.3]),
         "COIL20/iclfs-fast/seed_43": _cell("ICLFS [fast]", 43, [0.55, 0.5], ks=(100, 50)),
@@ -191,7 +190,8 @@ def test_gather_orders_every_cell_and_split_cells_undoes_it():
     assert list(zip(results["dataset"], results["method"], results["seed"], results["k"], strict=True))[:4] == [
         ("COIL20", "ICLFS [fast]", 42, 50), ("COIL20", "ICLFS [fast]", 42, 100),
         ("COIL20", "ICLFS [fast]", 43, 50), ("COIL20", "ICLFS [fast]", 43, 100)]
-    split = split_cells(results)
+    split = {cell_key(d, m, s): g.reset_index(drop=True)
+             for (d, m, s), g in results.groupby(["dataset", "method", "seed"], sort=True)}
     assert sorted(split) == sorted(key for key, table in cells.items() if not table.empty)
     pd.testing.assert_frame_equal(split["COIL20/ls/seed_42"], cells["COIL20/ls/seed_42"])
     assert gather({}).empty and list(gather({}).columns) == RESULT_COLUMNS

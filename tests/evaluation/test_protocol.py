@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.cluster import KMeans
 
-from iclfs.evaluation.protocol import best_k, clustering_accuracy, evaluate_selections, kmeans_scores
+from iclfs.evaluation._protocol import best_k, clustering_accuracy, evaluate_selections, kmeans_scores
 
 
 def brute_force_accuracy(labels, clusters):

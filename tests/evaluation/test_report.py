@@ -5,9 +5,9 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pytest
 
-from iclfs.evaluation.benchmark import gather, method_name
-from iclfs.evaluation.paper import PAPER_RESULTS
-from iclfs.evaluation.report import (
+from iclfs.evaluation._benchmark import gather, method_name
+from iclfs.evaluation._paper import PAPER_RESULTS
+from iclfs.evaluation._report import (
     ReportSpec,
     baseline_fidelity,
     best_baseline,
@@ -18,7 +18,7 @@ from iclfs.evaluation.report import (
     spec_for,
     summarize,
 )
-from iclfs.method.config import Settings
+from iclfs.method._config import Settings
 from tests.evaluation.cells import cell as _cell
 
 DEFAULT = "ICLFS [fast]"

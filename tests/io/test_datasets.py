@@ -14,7 +14,7 @@ from kedro.config import OmegaConfigLoader
 from kedro.io import DatasetError
 from kedro.io.core import Version
 
-from iclfs.method.preprocessing import prepare
+from iclfs.method._preprocessing import prepare
 from iclfs.io.datasets import FeatureTableDataset, NumpyDataset, SyntheticDataset
 from tests.conftest import PROJECT_ROOT, SHARED_DATASETS
 

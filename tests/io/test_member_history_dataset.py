@@ -12,8 +12,8 @@ import pytest
 from kedro.io.core import DatasetError, Version
 
 from iclfs.io.datasets import MemberHistoryDataset, MemberHistoryView
-from iclfs.io.datasets.member_history_dataset import _encode, from_file, to_bytes
-from iclfs.method.ranking import Member, MemberHistory
+from iclfs.io.datasets._member_history_dataset import _encode, from_file, to_bytes
+from iclfs.method._ranking import Member, MemberHistory
 
 NAMES = ["042", "NA", "", "ünïcode ☃", "x" * 5000, " padded ", "=1+1", "1.0", "01", "tab\there"]
 
@@ -105,7 +105,7 @@ WRITER = textwrap.dedent("""
     import numpy as np
     from kedro.io.core import Version
     from iclfs.io.datasets import MemberHistoryDataset, MemberHistoryView
-    from iclfs.method.ranking import Member
+    from iclfs.method._ranking import Member
     folder, version, seed, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     path = folder + "/member_history.npz"
     history = MemberHistoryView(filepath=path, data_source="t").load()
@@ -138,7 +138,7 @@ def test_two_processes_writing_at_once_lose_no_member(tmp_path):
 
 
 def test_discarding_a_failed_runs_version_keeps_head_on_a_version_that_exists(tmp_path):
-    from iclfs.io.datasets.member_history_dataset import HEAD, LOCK
+    from iclfs.io.datasets._member_history_dataset import HEAD, LOCK
 
     folder = tmp_path / "member_history.npz"
     first = MemberHistoryDataset(filepath=str(folder), data_source="t",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from iclfs.io.synthetic import make_synthetic
+from iclfs.io._synthetic import make_synthetic
 
 SMALL = dict(n_samples=60, n_classes=3, n_informative=8, n_redundant=6, n_noise=40)
 

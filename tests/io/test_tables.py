@@ -12,7 +12,7 @@ import scipy.io
 from scipy import sparse
 
 from tests.conftest import PROJECT_ROOT
-from iclfs.io.tables import TableReadError, parse_feature_table, read_feature_table
+from iclfs.io._tables import TableReadError, parse_feature_table, read_feature_table
 
 
 def _mat_bytes(content: dict) -> bytes:
@@ -81,7 +81,7 @@ def test_read_feature_table_reads_a_local_file_or_names_the_missing_one(tmp_path
 @pytest.mark.slow
 def test_the_method_and_the_benchmark_commands_import_without_kedro():
     """The speed bench and the grid's cells run on machines that have only the numeric stack (a GPU box)."""
-    code = ("import sys; import iclfs.io.tables, iclfs.method.training, benchmarks.speed, benchmarks.grid; "
+    code = ("import sys; import iclfs.io._tables, iclfs.method._training, benchmarks.speed, benchmarks.grid; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kedro', 'mlflow', 'kedro_datasets')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PROJECT_ROOT)
     assert done.returncode == 0, done.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from iclfs.method.config import (
+from iclfs.method._config import (
     REMOVED,
     RENAMED,
     SECTIONS,
@@ -159,7 +159,7 @@ def test_a_renamed_key_moves_to_its_new_name_with_a_warning(old, new, caplog):
     assert migrated == nested(new, value)  # the old section, left empty, is gone
     assert len(notes) == 1 and old in notes[0] and new in notes[0]
     new_section, _, new_key = new.partition(".")
-    with caplog.at_level(logging.WARNING, logger="iclfs.method.config"):
+    with caplog.at_level(logging.WARNING, logger="iclfs.method._config"):
         settings = Settings.from_parameters(nested(old, value))
     assert getattr(getattr(settings, new_section), new_key) == value
     assert any(old in r.getMessage() and new in r.getMessage() for r in caplog.records)
@@ -190,7 +190,7 @@ def test_a_removed_key_at_its_fixed_value_is_accepted_with_a_warning(name, caplo
     migrated, notes = migrate_parameters(nested(name, fixed))
     assert pruned(migrated) == {}
     assert len(notes) == 1 and name in notes[0] and "no longer a setting" in notes[0]
-    with caplog.at_level(logging.WARNING, logger="iclfs.method.config"):
+    with caplog.at_level(logging.WARNING, logger="iclfs.method._config"):
         assert Settings.from_parameters(nested(name, fixed)) == Settings()
     assert any(name in r.getMessage() for r in caplog.records)
 

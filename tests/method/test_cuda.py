@@ -13,18 +13,18 @@ import pytest
 import torch
 from torch import nn
 
-from iclfs.method.config import RuntimeConfig, TrainingConfig, ViewConfig
-from iclfs.method.model import FeatureAttention
-from iclfs.method.replay import paper_step
-from iclfs.method.runtime import (
+from iclfs.method._config import RuntimeConfig, TrainingConfig, ViewConfig
+from iclfs.method._model import FeatureAttention
+from iclfs.method._replay import paper_step
+from iclfs.method._runtime import (
     PROCESS_OVERHEAD,
     attention_kernel_for,
     estimate_training_memory,
     forward_context_for,
     resolve_precision,
 )
-from iclfs.method.training import build_model, fast_step, train
-from iclfs.method.views import generate_views
+from iclfs.method._training import build_model, fast_step, train
+from iclfs.method._views import generate_views
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -138,7 +138,7 @@ def test_memory_estimate_covers_a_cuda_training_step(schedule):
 def test_speed_worker_times_cuda_epochs_after_a_warm_up(monkeypatch):
     """The first CUDA epoch pays for cuBLAS handles and kernel selection: never timed."""
     from benchmarks import speed
-    from iclfs.method.training import Trainer
+    from iclfs.method._training import Trainer
 
     calls = []
     draw = Trainer.draw_views

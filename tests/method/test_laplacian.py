@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from iclfs.method.laplacian import knn_affinity, laplacian_scores
+from iclfs.method._laplacian import knn_affinity, laplacian_scores
 
 
 def dense_reference(X, k=3):

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclfs.method.config import SelectionConfig
-from iclfs.method.lgrc import (
+from iclfs.method._config import SelectionConfig
+from iclfs.method._lgrc import (
     ADMIT,
     HOLD,
     admitted_k,

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from iclfs.method.losses import decorrelation_loss, info_nce_with_negative, loss_block_rows
+from iclfs.method._losses import decorrelation_loss, info_nce_with_negative, loss_block_rows
 
 
 def unit_rows(Z):
@@ -157,7 +157,7 @@ def test_loss_block_rows_fits_the_devices_budget(rows, device, expected):
 
 def test_default_block_is_the_devices_loss_block_rows(monkeypatch):
     """block_rows=None takes loss_block_rows(d, device): the same value, bit for bit, as naming it."""
-    from iclfs.method import losses
+    from iclfs.method import _losses as losses
 
     d, dz = 40, 6
     za, zp, zn = (torch.randn(d, dz, generator=torch.Generator().manual_seed(s)) for s in (1, 2, 3))

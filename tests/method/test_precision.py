@@ -11,12 +11,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from iclfs.method import runtime as resources
-from iclfs.method.config import RuntimeConfig, TrainingConfig, ViewConfig
-from iclfs.method.losses import decorrelation_loss, info_nce_with_negative
-from iclfs.method.model import FeatureAttention
-from iclfs.method.replay import decorrelation_dense, info_nce_dense, paper_step
-from iclfs.method.runtime import (
+from iclfs.method import _runtime as resources
+from iclfs.method._config import RuntimeConfig, TrainingConfig, ViewConfig
+from iclfs.method._losses import decorrelation_loss, info_nce_with_negative
+from iclfs.method._model import FeatureAttention
+from iclfs.method._replay import decorrelation_dense, info_nce_dense, paper_step
+from iclfs.method._runtime import (
     _cgroup_cpu_quota,
     available_cpus,
     compute_settings,
@@ -25,8 +25,8 @@ from iclfs.method.runtime import (
     forward_context_for,
     resolve_precision,
 )
-from iclfs.method.training import build_model, fast_step, train
-from iclfs.method.views import generate_views
+from iclfs.method._training import build_model, fast_step, train
+from iclfs.method._views import generate_views
 
 CPU = torch.device("cpu")
 
@@ -130,7 +130,7 @@ def test_blocked_attention_runs_in_float32_under_autocast():
 
 def test_compute_settings_caps_threads_at_the_available_cpus_and_restores_them(monkeypatch):
     before = torch.get_num_threads()
-    monkeypatch.setattr("iclfs.method.runtime.available_cpus", lambda: 1)
+    monkeypatch.setattr("iclfs.method._runtime.available_cpus", lambda: 1)
     with compute_settings(CPU, "fp32", None) as threads:
         assert threads == torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
@@ -141,7 +141,7 @@ def test_compute_settings_caps_threads_at_the_available_cpus_and_restores_them(m
 
 def test_compute_settings_keeps_a_lower_thread_count_the_caller_chose(monkeypatch):
     before = torch.get_num_threads()
-    monkeypatch.setattr("iclfs.method.runtime.available_cpus", lambda: 64)
+    monkeypatch.setattr("iclfs.method._runtime.available_cpus", lambda: 64)
     torch.set_num_threads(1)
     try:
         with compute_settings(CPU, "fp32", None) as threads:
@@ -165,7 +165,7 @@ def test_compute_settings_sets_cuda_tf32_flags_for_the_run_only(precision, tf32)
 
 def test_train_reports_precision_and_threads_and_restores_threads(monkeypatch):
     before = torch.get_num_threads()
-    monkeypatch.setattr("iclfs.method.runtime.available_cpus", lambda: 1)
+    monkeypatch.setattr("iclfs.method._runtime.available_cpus", lambda: 1)
     A = np.random.default_rng(0).normal(size=(20, 8)).astype(np.float32)
     result = train(A, TrainingConfig(epochs=1), ViewConfig(), RuntimeConfig(device="cpu", progress=False), seed=0)
     assert (result.precision, result.threads) == ("fp32", 1)

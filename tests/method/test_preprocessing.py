@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iclfs.method.preprocessing import (
+from iclfs.method._preprocessing import (
     DataValidationError,
     FeatureTable,
     check_finite,

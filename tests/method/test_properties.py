@@ -10,9 +10,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from iclfs.evaluation.protocol import clustering_accuracy
-from iclfs.method.laplacian import laplacian_scores
-from iclfs.method.preprocessing import standardize
+from iclfs.evaluation._protocol import clustering_accuracy
+from iclfs.method._laplacian import laplacian_scores
+from iclfs.method._preprocessing import standardize
 
 finite = st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False, width=32)
 # standardize calls a column constant when its spread is below 1e-12 of its magnitude, so a column at that edge

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from iclfs import chain
-from iclfs.io.synthetic import make_synthetic
-from iclfs.method.config import (
+from iclfs.io._synthetic import make_synthetic
+from iclfs.method._config import (
     MembersConfig,
     ParameterError,
     RuntimeConfig,
@@ -20,9 +20,9 @@ from iclfs.method.config import (
     TrainingConfig,
     ViewConfig,
 )
-from iclfs.method.k_choice import agreed_k, agreement
-from iclfs.method.lgrc import gate
-from iclfs.method.members import (
+from iclfs.method._k_choice import agreed_k, agreement
+from iclfs.method._lgrc import gate
+from iclfs.method._members import (
     member_settings,
     network_name,
     plan_members,
@@ -30,8 +30,8 @@ from iclfs.method.members import (
     total_epochs,
     train_members,
 )
-from iclfs.method.preprocessing import DataValidationError, invert, prepare
-from iclfs.method.ranking import (
+from iclfs.method._preprocessing import DataValidationError, invert, prepare
+from iclfs.method._ranking import (
     Member,
     MemberHistory,
     age_weights,
@@ -48,9 +48,9 @@ from iclfs.method.ranking import (
     top_k_frequency,
     usable_history,
 )
-from iclfs.method.scores import embed, feature_scores, rank_score
-from iclfs.method.stability import jaccard
-from iclfs.method.training import train
+from iclfs.method._scores import embed, feature_scores, rank_score
+from iclfs.method._stability import jaccard
+from iclfs.method._training import train
 
 QUIET = RuntimeConfig(device="cpu", progress=False, num_threads=1)
 SMALL = MembersConfig(per_run=3, epochs=2, subsample=0.5)

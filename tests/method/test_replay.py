@@ -15,12 +15,12 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
 
-from iclfs.method.config import RuntimeConfig, TrainingConfig, ViewConfig
-from iclfs.method.model import FeatureAttention
-from iclfs.method.replay import published_masks
-from iclfs.method.scores import embed
-from iclfs.method.training import build_model, first_epoch_masks, train
-from iclfs.method.views import keep_count, pair_counts
+from iclfs.method._config import RuntimeConfig, TrainingConfig, ViewConfig
+from iclfs.method._model import FeatureAttention
+from iclfs.method._replay import published_masks
+from iclfs.method._scores import embed
+from iclfs.method._training import build_model, first_epoch_masks, train
+from iclfs.method._views import keep_count, pair_counts
 
 CPU = RuntimeConfig(device="cpu", progress=False)
 
@@ -167,8 +167,8 @@ def test_published_masks_consume_the_global_generator():
 @pytest.mark.parametrize("stream", ["vectorized", "published"])
 @pytest.mark.parametrize("schedule", ["fast", "paper"])
 def test_first_epoch_masks_are_the_masks_training_draws(monkeypatch, stream, schedule):
-    from iclfs.method import training
-    from iclfs.method.training import Trainer
+    from iclfs.method import _training as training
+    from iclfs.method._training import Trainer
 
     monkeypatch.setattr(training, "_WARM", set())  # two threads: a spare network warms up and draws first
     drawn = []

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclfs.method import config
-from iclfs.method.scores import SCORE_NAMES, feature_order, feature_scores, rank_positions
+from iclfs.method import _config as config
+from iclfs.method._scores import SCORE_NAMES, feature_order, feature_scores, rank_positions
 
 
 def naive_norms(M):

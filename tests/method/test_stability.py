@@ -7,7 +7,7 @@ from scipy.stats import spearmanr
 
 import numpy as np
 
-from iclfs.method.stability import compare_selections, jaccard, mean_pairwise_jaccard, nogueira, nogueira_of
+from iclfs.method._stability import compare_selections, jaccard, mean_pairwise_jaccard, nogueira, nogueira_of
 
 
 def test_identical_selections():

@@ -9,25 +9,25 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from iclfs.method import training as training_module
-from iclfs.method.config import RuntimeConfig, TrainingConfig, ViewConfig
-from iclfs.method.losses import loss_block_rows
-from iclfs.method.replay import paper_step
-from iclfs.method.runtime import (
+from iclfs.method import _training as training_module
+from iclfs.method._config import RuntimeConfig, TrainingConfig, ViewConfig
+from iclfs.method._losses import loss_block_rows
+from iclfs.method._replay import paper_step
+from iclfs.method._runtime import (
     BLOCKED_ATTENTION_MIN_SAMPLES,
     attention_kernel_for,
     compute_settings,
     resolve_device,
 )
-from iclfs.method.scores import embed
-from iclfs.method.training import (
+from iclfs.method._scores import embed
+from iclfs.method._training import (
     Trainer,
     build_model,
     fast_step,
     paper_equivalent_momenta,
     train,
 )
-from iclfs.method.views import generate_views
+from iclfs.method._views import generate_views
 
 TAU = 0.05
 CPU = RuntimeConfig(device="cpu", progress=False)
@@ -304,8 +304,8 @@ def test_resolve_device():
 def test_training_that_cannot_fit_is_refused_with_the_estimate_and_options():
     import torch
 
-    from iclfs.method.model import select_regime
-    from iclfs.method.runtime import ResourceLimitError, check_memory, estimate_training_memory
+    from iclfs.method._model import select_regime
+    from iclfs.method._runtime import ResourceLimitError, check_memory, estimate_training_memory
 
     regime = select_regime(200)
     paper = estimate_training_memory(50_000, 200, regime, "paper", "literal")
@@ -318,8 +318,8 @@ def test_training_that_cannot_fit_is_refused_with_the_estimate_and_options():
 
 
 def test_memory_estimate_counts_the_loss_block_it_is_given():
-    from iclfs.method.model import select_regime
-    from iclfs.method.runtime import estimate_training_memory
+    from iclfs.method._model import select_regime
+    from iclfs.method._runtime import estimate_training_memory
 
     regime = select_regime(200)
     d = 10_000
@@ -334,8 +334,8 @@ def test_memory_estimate_counts_the_loss_block_it_is_given():
 def test_memory_estimate_counts_the_weights_the_blocked_kernel_keeps(d, kept):
     """Where one block holds all d rows (d = 3000 fits 256 MiB), each of fast's six
     forward passes keeps its d x d weights; at d = 50,000 the blocks are recomputed."""
-    from iclfs.method.model import select_regime
-    from iclfs.method.runtime import estimate_training_memory
+    from iclfs.method._model import select_regime
+    from iclfs.method._runtime import estimate_training_memory
 
     regime = select_regime(1500)
     work = estimate_training_memory(d, 1500, regime, "fast", "blocked").work_bytes

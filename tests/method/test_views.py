@@ -7,8 +7,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iclfs.method.config import ViewConfig
-from iclfs.method.views import RANDOM_KEEP, apply_masks, generate_masks, generate_views
+from iclfs.method._config import ViewConfig
+from iclfs.method._views import RANDOM_KEEP, apply_masks, generate_masks, generate_views
 
 
 def spec_keep(n, ratio):

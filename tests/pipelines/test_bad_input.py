@@ -14,7 +14,7 @@ import scipy.io
 from kedro.io import DatasetError
 
 from iclfs.io.datasets import FeatureTableDataset
-from iclfs.method.preprocessing import DataValidationError
+from iclfs.method._preprocessing import DataValidationError
 from iclfs.pipelines.data_processing.nodes import validate_and_standardize
 
 
@@ -101,7 +101,7 @@ def test_bad_input_is_refused_with_a_message_naming_it(case, tmp_path, fast_para
 
 
 def test_huge_but_finite_values_are_standardized_without_overflow(fast_parameters):
-    from iclfs.method.preprocessing import FeatureTable
+    from iclfs.method._preprocessing import FeatureTable
 
     X = RNG.normal(size=(8, 6)) * 1e30
     fast_parameters["selection"] = {**fast_parameters["selection"], "k_values": [2], "k": 2}

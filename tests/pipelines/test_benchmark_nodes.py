@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from iclfs.evaluation.benchmark import RESULT_COLUMNS, gather, method_name
-from iclfs.method.config import Settings
-from iclfs.method.laplacian import laplacian_scores
+from iclfs.evaluation._benchmark import RESULT_COLUMNS, gather, method_name
+from iclfs.method._config import Settings
+from iclfs.method._laplacian import laplacian_scores
 from iclfs.pipeline_registry import benchmark_datasets
 from iclfs.pipelines.benchmark import create_baselines_pipeline, create_pipeline
 from iclfs.pipelines.benchmark.nodes import evaluate_baselines, evaluate_iclfs
@@ -218,7 +218,7 @@ def test_evaluate_baselines_writes_one_cell_per_baseline(three_clusters):
 
 
 def test_a_benchmark_run_logs_each_cells_best_accuracy_under_a_name_with_its_dataset_and_method():
-    from iclfs.pipelines.tracking import cell_metrics
+    from iclfs.pipelines._tracking import cell_metrics
 
     def cell(method, accs):
         return pd.DataFrame({"dataset": "COIL20", "method": method, "k": [5, 10], "accuracy_mean": accs})

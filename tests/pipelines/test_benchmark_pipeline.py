@@ -12,10 +12,10 @@ import yaml
 from kedro.framework.startup import bootstrap_project
 
 from iclfs.baselines import REGISTRY
-from iclfs.evaluation.benchmark import RESULT_COLUMNS, method_name, slug
-from iclfs.method.config import Settings
+from iclfs.evaluation._benchmark import RESULT_COLUMNS, method_name, slug
+from iclfs.method._config import Settings
 from tests.distributed._support import stand_in
-from iclfs.pipelines.conf import project_conf
+from iclfs.pipelines._conf import project_conf
 from tests.project_copy import copy_project, run_session
 
 pytestmark = pytest.mark.slow  # a browser, subprocesses or whole Kedro sessions: seconds each

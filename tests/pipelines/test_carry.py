@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from iclfs.io.datasets import CSVDataset, MemberHistoryView
-from iclfs.method.ranking import member_seed
+from iclfs.method._ranking import member_seed
 from tests.pipelines.test_trust import FAST, Outcome, kedro, project_at, start, wait_for
 
 pytestmark = pytest.mark.slow  # whole Kedro runs: seconds each

@@ -28,11 +28,11 @@ import pytest
 from kedro.io import DatasetError, Version
 
 from iclfs.io.datasets import CSVDataset, FeatureTableDataset, NumpyDataset
-from iclfs.method.config import ParameterError, Settings
-from iclfs.method.preprocessing import DataValidationError, FeatureTable
-from iclfs.pipelines.tracking import mask_credentials
+from iclfs.method._config import ParameterError, Settings
+from iclfs.method._preprocessing import DataValidationError, FeatureTable
+from iclfs.pipelines._tracking import mask_credentials
 from iclfs.pipelines.publish.nodes import reduce_data
-from iclfs.pipelines.resolvers import DataSourceError, data_source
+from iclfs.pipelines._resolvers import DataSourceError, data_source
 from tests.pipelines.test_bad_input import first_node
 from tests.pipelines.conftest import run_session, versions
 
@@ -189,7 +189,7 @@ def test_a_server_with_credentials_in_its_uri_is_judged_on_its_host():
     import http.server
     import threading
 
-    from iclfs.pipelines.tracking import TrackingUnavailableError, check_tracking_store
+    from iclfs.pipelines._tracking import TrackingUnavailableError, check_tracking_store
 
     class Refusing(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802  (http.server's name)
@@ -356,7 +356,7 @@ def test_a_refused_run_prints_its_message_and_a_pointer_not_a_traceback(project,
 def test_the_training_history_records_the_thread_count_results_depend_on(tiny_table, fast_parameters):
     """CPU results are bit-identical at the same seed and thread count; the count is part of the record."""
     from iclfs.pipelines.training.nodes import train_one_run
-    from iclfs.method.preprocessing import invert, prepare
+    from iclfs.method._preprocessing import invert, prepare
 
     A = invert(prepare(tiny_table).standardized)
     for threads in (1, 2):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from iclfs import baselines
-from iclfs.method.config import ParameterError
-from iclfs.method.ranking import MemberHistory
-from iclfs.method.preprocessing import prepare
+from iclfs.method._config import ParameterError
+from iclfs.method._ranking import MemberHistory
+from iclfs.method._preprocessing import prepare
 from tests.pipelines.test_pipelines import run_pipeline
 
 

@@ -9,11 +9,11 @@ import torch
 from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 
-from iclfs.method.config import ParameterError
-from iclfs.method.ranking import MemberHistory
-from iclfs.method.preprocessing import DataValidationError, FeatureTable
+from iclfs.method._config import ParameterError
+from iclfs.method._ranking import MemberHistory
+from iclfs.method._preprocessing import DataValidationError, FeatureTable
 from iclfs.pipeline_registry import STAGES, register_pipelines
-from iclfs.pipelines.hooks import ParameterCheckHook
+from iclfs.pipelines._hooks import ParameterCheckHook
 from tests.conftest import CONSENSUS_OVERRIDES
 
 
@@ -194,8 +194,8 @@ def test_views_pipeline_reports_exact_keep_counts(fast_parameters):
 
 def test_views_pipeline_draws_the_first_training_epoch_views(fast_parameters):
     """The inspected views come from the same generator and seed as training's first epoch."""
-    from iclfs.method.config import ViewConfig
-    from iclfs.method.views import generate_views
+    from iclfs.method._config import ViewConfig
+    from iclfs.method._views import generate_views
 
     A = np.random.default_rng(1).normal(size=(12, 10)).astype(np.float32)
     catalog = run_pipeline("views", fast_parameters, inverted_data=A)
@@ -206,8 +206,8 @@ def test_views_pipeline_draws_the_first_training_epoch_views(fast_parameters):
 
 def test_views_pipeline_draws_the_published_streams_first_epoch(fast_parameters, monkeypatch):
     """With views.stream published the inspected views are those training draws after the network's init."""
-    from iclfs.method import training as training_module
-    from iclfs.method.config import RuntimeConfig, TrainingConfig, ViewConfig
+    from iclfs.method import _training as training_module
+    from iclfs.method._config import RuntimeConfig, TrainingConfig, ViewConfig
 
     A = np.random.default_rng(2).normal(size=(14, 9)).astype(np.float32)
     fast_parameters["views"] = {**fast_parameters["views"], "stream": "published"}
@@ -351,9 +351,9 @@ def test_select_publishes_a_named_list_the_reduced_data_and_stability(tiny_table
 
 
 def test_a_carrying_run_holds_each_list_to_the_last_list_handed_on_in_the_lgrc_stage():
-    from iclfs.method.config import SelectionConfig, Settings
-    from iclfs.method.lgrc import hold, select_every_k as select
-    from iclfs.method.ranking import carried_laplacian
+    from iclfs.method._config import SelectionConfig, Settings
+    from iclfs.method._lgrc import hold, select_every_k as select
+    from iclfs.method._ranking import carried_laplacian
     from iclfs.pipelines.lgrc.nodes import select_every_k
     from iclfs.pipelines.ranking.nodes import rank_features
 
@@ -383,7 +383,7 @@ def test_a_carrying_run_holds_each_list_to_the_last_list_handed_on_in_the_lgrc_s
 
 @pytest.mark.parametrize("members", [1, 2])
 def test_a_first_carrying_run_hands_on_exactly_what_a_run_without_carrying_does(members):
-    from iclfs.method.config import Settings
+    from iclfs.method._config import Settings
     from iclfs.pipelines.lgrc.nodes import select_every_k, select_one_run
     from iclfs.pipelines.ranking.nodes import rank_features, rank_one_run
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iclfs.method.config import ParameterError, RuntimeConfig, Section, closest
-from iclfs.method.runtime import ResourceLimitError
+from iclfs.method._config import ParameterError, RuntimeConfig, Section, closest
+from iclfs.method._runtime import ResourceLimitError
 
-from .concrete import CAEOptions, LSCAEOptions, cae_memory, lscae_memory, select_cae, select_lscae
-from .graph import (
+from ._concrete import CAEOptions, LSCAEOptions, cae_memory, lscae_memory, select_cae, select_lscae
+from ._graph import (
     LaplacianScoreOptions,
     MCFSOptions,
     NDFSOptions,
@@ -35,8 +35,8 @@ from .graph import (
     select_spec,
     spec_memory,
 )
-from .reference import AllFeaturesOptions, RandomOptions, data_memory, select_all_features, select_random
-from .result import BaselineResult
+from ._reference import AllFeaturesOptions, RandomOptions, data_memory, select_all_features, select_random
+from ._result import BaselineResult
 
 __all__ = ["METHODS", "REGISTRY", "Baseline", "BaselineResult", "baseline", "check_memory", "check_method",
            "options_of", "run"]
@@ -143,7 +143,7 @@ def check_memory(key: str, n: int, d: int, k_max: int, available: int | None = N
     if available is None:
         import torch
 
-        from iclfs.method.runtime import available_memory
+        from iclfs.method._runtime import available_memory
 
         available = available_memory(torch.device("cpu"))
     if available is not None and needed > available:

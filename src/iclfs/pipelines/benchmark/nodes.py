@@ -7,10 +7,10 @@ from pathlib import PurePath
 import numpy as np
 import pandas as pd
 
-from iclfs.evaluation.benchmark import baseline_selections, evaluate_cell, method_name, slug
+from iclfs.evaluation._benchmark import baseline_selections, evaluate_cell, method_name, slug
 from iclfs.chain import k_values_for
-from iclfs.method.config import Settings
-from iclfs.pipelines.frames import indices_by_k
+from iclfs.method._config import Settings
+from iclfs.pipelines._frames import indices_by_k
 
 
 def _labelled(standardized_data: np.ndarray, labels: dict, ground_truth: dict) -> tuple[np.ndarray, np.ndarray, str]:
@@ -30,7 +30,7 @@ def evaluate_iclfs(standardized_data: np.ndarray, labels: dict, ground_truth: di
                    training_log: pd.DataFrame, parameters: dict) -> dict[str, pd.DataFrame]:
     """This run's ICLFS selections through the protocol: its cell, ``{partition: table}``.
 
-    The method is named from the run's parameters (:func:`iclfs.evaluation.benchmark.method_name`); the
+    The method is named from the run's parameters (:func:`iclfs.evaluation._benchmark.method_name`); the
     cell's seconds are the wall time of training and scoring every member.
     """
     X, codes, dataset = _labelled(standardized_data, labels, ground_truth)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from iclfs.chain import prepare_checked
-from iclfs.method.config import Settings
-from iclfs.method.preprocessing import FeatureTable, invert
+from iclfs.method._config import Settings
+from iclfs.method._preprocessing import FeatureTable, invert
 
 
 def validate_and_standardize(raw_data: FeatureTable, training: dict, runtime: dict, laplacian: dict, selection: dict,

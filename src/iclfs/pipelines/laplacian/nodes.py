@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from iclfs.method.config import LaplacianConfig
-from iclfs.method.laplacian import laplacian_scores
+from iclfs.method._config import LaplacianConfig
+from iclfs.method._laplacian import laplacian_scores
 
 
 def compute_laplacian_scores(standardized_data: np.ndarray, feature_names: list[str], laplacian: dict) -> pd.DataFrame:

@@ -6,14 +6,14 @@ import numpy as np
 import pandas as pd
 
 from iclfs.chain import k_values_for
-from iclfs.method.config import SelectionConfig
-from iclfs.method.lgrc import gate
-from iclfs.pipelines.frames import frequencies, laplacian_vector, lists_by_name
+from iclfs.method._config import SelectionConfig
+from iclfs.method._lgrc import gate
+from iclfs.pipelines._frames import frequencies, laplacian_vector, lists_by_name
 
 
 def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame,
                    previous_selections: pd.DataFrame, history_start: dict, selection: dict) -> pd.DataFrame:
-    """The LGRC step (:func:`iclfs.method.lgrc.gate`): the selected features at every k of
+    """The LGRC step (:func:`iclfs.method._lgrc.gate`): the selected features at every k of
     ``selection.k_values`` (up to d), in one long table.
 
     LGRC gates the ranking's order by its ``laplacian_gate`` scores; with

@@ -6,13 +6,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from iclfs.method.config import SelectionConfig
-from iclfs.method import k_choice
-from iclfs.method.preprocessing import DataValidationError, FeatureTable, as_numeric_matrix
-from iclfs.method.stability import compare_selections, nogueira, nogueira_of
-from iclfs.pipelines.figures import score_distribution_figure
-from iclfs.pipelines.frames import frequencies, indices_by_k
-from iclfs.pipelines.publish import report
+from iclfs.method._config import SelectionConfig
+from iclfs.method import _k_choice as k_choice
+from iclfs.method._preprocessing import DataValidationError, FeatureTable, as_numeric_matrix
+from iclfs.method._stability import compare_selections, nogueira, nogueira_of
+from iclfs.pipelines._figures import score_distribution_figure
+from iclfs.pipelines._frames import frequencies, indices_by_k
+from iclfs.pipelines.publish import _report as report
 
 
 def choose_k(selections: pd.DataFrame, feature_ranking: pd.DataFrame, selection: dict) -> dict:
@@ -89,7 +89,7 @@ def compare_with_previous(selections: pd.DataFrame, previous_selections: pd.Data
         Phi and its 95 % interval between the ``lists`` handed on by this run
         and the last complete runs, and between the ``members``' first k of
         the list's k (each None with fewer than two; the interval's bounds
-        None with two, see :func:`~iclfs.method.stability.nogueira`); ``history`` (carrying,
+        None with two, see :func:`~iclfs.method._stability.nogueira`); ``history`` (carrying,
         the members combined, why a stored history was set aside).
     """
     summary: dict = {"previous_version": None}
@@ -151,7 +151,7 @@ def build_run_report(ground_truth: dict, standardized_data: np.ndarray, labels: 
                      feature_list: pd.DataFrame, training_log: pd.DataFrame,
                      feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame, evaluation_table: pd.DataFrame,
                      selection_stability: dict) -> str:
-    """The run's self-contained HTML report (:mod:`iclfs.pipelines.publish.report`).
+    """The run's self-contained HTML report (:mod:`iclfs.pipelines.publish._report`).
 
     The source and shape, the k and why, the selected features, the loss, the
     score distribution, what LGRC swapped, accuracy against k (when labels

@@ -7,15 +7,15 @@ import pandas as pd
 
 from iclfs.baselines import REGISTRY as BASELINES
 from iclfs.chain import as_members, k_values_for
-from iclfs.method.config import MembersConfig, RankingConfig, SelectionConfig
-from iclfs.method.ranking import MemberHistory, Ranking, fusion_label, rank, start
-from iclfs.pipelines.frames import laplacian_vector
+from iclfs.method._config import MembersConfig, RankingConfig, SelectionConfig
+from iclfs.method._ranking import MemberHistory, Ranking, fusion_label, rank, start
+from iclfs.pipelines._frames import laplacian_vector
 
 
 def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str], laplacian_scores: pd.DataFrame,
                   ground_truth: dict, previous_member_history: MemberHistory | None, ranking: dict,
                   members: dict, selection: dict) -> tuple[pd.DataFrame, MemberHistory]:
-    """The ranking step (:func:`iclfs.method.ranking.rank`): this run's members, and with ``members.carry``
+    """The ranking step (:func:`iclfs.method._ranking.rank`): this run's members, and with ``members.carry``
     every member the data source keeps, combined into one order.
 
     Returns

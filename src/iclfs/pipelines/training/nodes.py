@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 
 from iclfs.baselines import REGISTRY as BASELINES
-from iclfs.distributed import train_members_here
+from iclfs._distributed import train_members_here
 from iclfs.chain import k_values_for, train
-from iclfs.method.config import (
+from iclfs.method._config import (
     SCORE_NAMES,
     MembersConfig,
     RuntimeConfig,
@@ -21,9 +21,9 @@ from iclfs.method.config import (
     TrainingConfig,
     ViewConfig,
 )
-from iclfs.method.members import state_dicts
-from iclfs.method.ranking import MemberHistory, start
-from iclfs.pipelines.figures import training_loss_figure
+from iclfs.method._members import state_dicts
+from iclfs.method._ranking import MemberHistory, start
+from iclfs.pipelines._figures import training_loss_figure
 
 LOGGER = logging.getLogger(__name__)
 

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from iclfs.method.config import MembersConfig, TrainingConfig, ViewConfig
-from iclfs.method.members import member_settings, plan_members
-from iclfs.method.training import first_epoch_masks
-from iclfs.method.views import RANDOM_KEEP, apply_masks, keep_count, pair_counts
+from iclfs.method._config import MembersConfig, TrainingConfig, ViewConfig
+from iclfs.method._members import member_settings, plan_members
+from iclfs.method._training import first_epoch_masks
+from iclfs.method._views import RANDOM_KEEP, apply_masks, keep_count, pair_counts
 
 
 def sample_views(inverted_data: np.ndarray, views: dict, training: dict, members: dict,

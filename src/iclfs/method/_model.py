@@ -1,0 +1,166 @@
+"""The network applied to a (d, n) map: attention, encoder, projector (docs/method.md §3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._attention import blocked_attention, literal_attention, rows_per_block
+
+
+@dataclass(frozen=True)
+class Regime:
+    """Layer sizes and decorrelation weight of one size regime (docs/method.md §3)."""
+
+    name: str
+    d_e: int
+    d_h: int
+    d_p: int
+    d_z: int
+    decorrelation_weight: float
+
+
+REGIMES: dict[str, Regime] = {
+    "small": Regime("small", d_e=16, d_h=512, d_p=128, d_z=16, decorrelation_weight=0.20),
+    "large": Regime("large", d_e=64, d_h=1440, d_p=2048, d_z=32, decorrelation_weight=0.40),
+}
+
+
+def select_regime(n_samples: int, regime: str = "auto", threshold: int = 1000) -> Regime:
+    """The size regime for ``n_samples``: ``small`` below ``threshold``, else ``large``.
+
+    ``regime`` may force ``"small"`` or ``"large"``; ``"auto"`` decides from n.
+    """
+    if regime == "auto":
+        return REGIMES["small" if n_samples < threshold else "large"]
+    if regime not in REGIMES:
+        raise ValueError(f"regime must be 'auto', 'small' or 'large', got {regime!r}")
+    return REGIMES[regime]
+
+
+ATTENTION_KERNELS = ("fused", "blocked", "literal")
+
+
+class FeatureAttention(nn.Module):
+    """Single-head self-attention across the d feature rows, embed dim n.
+
+    Same parameters, initialization and maths as ``nn.MultiheadAttention(n, 1)``
+    (its state dict loads here). ``kernel`` chooses how the softmax weights are
+    computed; all three give the same result up to float rounding:
+
+    * ``fused``: ``scaled_dot_product_attention`` (flash attention on CPU and
+      CUDA); never materializes the d x d weights.
+    * ``blocked``: :func:`iclfs.method._attention.blocked_attention`, blocks of
+      ``block_rows`` query rows (sized to a 256 MiB budget when None),
+      recomputed in the backward pass; it holds at most one block of the
+      weights, which is all d x d of them only when they fit that budget.
+    * ``literal``: the d x d softmax matrix as the paper's
+      ``nn.MultiheadAttention`` computes it (:func:`iclfs.method._attention.literal_attention`),
+      used by the ``paper`` schedule.
+    """
+
+    def __init__(self, embed_dim: int, kernel: str = "fused", block_rows: int | None = None) -> None:
+        super().__init__()
+        if kernel not in ATTENTION_KERNELS:
+            raise ValueError(f"attention kernel must be one of {ATTENTION_KERNELS}, got {kernel!r}")
+        if block_rows is not None and block_rows < 1:
+            raise ValueError(f"attention block_rows must be >= 1 or None, got {block_rows}")
+        self.embed_dim = embed_dim
+        self.kernel = kernel
+        self.block_rows = block_rows
+        self.in_proj_weight = nn.Parameter(torch.empty(3 * embed_dim, embed_dim))
+        self.in_proj_bias = nn.Parameter(torch.empty(3 * embed_dim))
+        self.out_proj = nn.Linear(embed_dim, embed_dim)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # nn.MultiheadAttention's initialization, so both start from the same law.
+        nn.init.xavier_uniform_(self.in_proj_weight)
+        nn.init.zeros_(self.in_proj_bias)
+        nn.init.zeros_(self.out_proj.bias)
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """softmax(q k^T / sqrt(n)) v for (d, n) projections, with the ``fused`` or ``blocked`` kernel."""
+        if self.kernel == "fused":
+            # 4-D (batch, heads, rows, dim): the fused kernels reject 3-D inputs
+            # and would silently fall back to the d x d math path.
+            return F.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None])[0, 0]
+        if self.kernel == "blocked":
+            return blocked_attention(q, k, v, self.block_rows or rows_per_block(q.shape[0]))
+        raise ValueError("the literal kernel attends inside F.multi_head_attention_forward; call forward")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x: (d, n) -> (d, n)."""
+        if self.kernel == "literal":
+            return literal_attention(self, x)
+        q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        return self.out_proj(self.attend(q, k, v))
+
+
+class ICLFSNetwork(nn.Module):
+    """Attention -> encoder (H, d_h) -> projector (Z, d_z), applied row-wise.
+
+    Parameters
+    ----------
+    n_samples : int
+        n, the length of each feature row (attention embed dim).
+    regime : Regime
+        Layer sizes.
+    dropout : float, default=0.1
+        Encoder dropout probability.
+    leaky_slope : float, default=0.2
+        LeakyReLU negative slope in the encoder.
+    bn_momentum : float, default=0.01
+        BatchNorm1d momentum of every BN layer.
+    bn_eps : float, default=1e-5
+        BatchNorm1d eps of every BN layer.
+    use_attention : bool, default=True
+        False drops the attention block (ablation WLDA).
+    attention_kernel : str, default="fused"
+        See :class:`FeatureAttention`.
+    attention_block_rows : int or None, default=None
+        See :class:`FeatureAttention`.
+    """
+
+    def __init__(
+        self,
+        n_samples: int,
+        regime: Regime,
+        *,
+        dropout: float = 0.1,
+        leaky_slope: float = 0.2,
+        bn_momentum: float = 0.01,
+        bn_eps: float = 1e-5,
+        use_attention: bool = True,
+        attention_kernel: str = "fused",
+        attention_block_rows: int | None = None,
+    ) -> None:
+        super().__init__()
+        bn = {"momentum": bn_momentum, "eps": bn_eps}
+        self.attention = FeatureAttention(n_samples, attention_kernel, attention_block_rows) if use_attention else None
+        self.encoder = nn.Sequential(
+            nn.Linear(n_samples, regime.d_e),
+            nn.BatchNorm1d(regime.d_e, **bn),
+            nn.LeakyReLU(leaky_slope),
+            nn.Dropout(dropout),
+            nn.Linear(regime.d_e, regime.d_h),
+        )
+        self.project_in = nn.Sequential(
+            nn.Linear(regime.d_h, regime.d_p), nn.BatchNorm1d(regime.d_p, **bn), nn.ReLU()
+        )
+        self.project_mid = nn.Sequential(
+            nn.Linear(regime.d_p, regime.d_p), nn.BatchNorm1d(regime.d_p, **bn), nn.ReLU()
+        )
+        self.project_out = nn.Linear(regime.d_p, regime.d_z)
+
+    def forward(self, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """v: (d, n) -> (H of shape (d, d_h), Z of shape (d, d_z))."""
+        if self.attention is not None:
+            v = self.attention(v)
+        h = self.encoder(v)
+        u1 = self.project_in(h)
+        u2 = self.project_mid(u1)
+        return h, self.project_out(u1 + u2)

@@ -1,0 +1,69 @@
+"""The project's configuration loader, and the parameters read as Kedro reads them outside a Kedro session.
+
+:class:`ProjectConfigLoader` is Kedro's ``OmegaConfigLoader`` (settings.py's
+``CONFIG_LOADER_CLASS``) that also moves the parameter keys of an earlier
+version to their new names, with one warning each
+(:func:`iclfs.method._config.migrate_parameters`): every entry point (``kedro
+run``, the packaged job, a DAG's task, kedro-viz) reads parameters through it,
+so a node never sees an old key.
+
+The pipeline registry and the benchmark's command line read ``conf/`` through
+:func:`project_conf`, so the command line runs on the same datasets, folders,
+seeds and options as ``kedro run --pipeline benchmark``.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+from typing import Any
+
+from kedro.config import MissingConfigException, OmegaConfigLoader
+
+from iclfs.method._config import migrate_parameters
+
+LOGGER = logging.getLogger(__name__)
+_SAID: set[str] = set()
+
+
+class ProjectConfigLoader(OmegaConfigLoader):
+    """``OmegaConfigLoader`` whose ``parameters`` carry this version's names (module docstring)."""
+
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        config = super().__getitem__(key)
+        if key != "parameters":
+            return config
+        migrated, notes = migrate_parameters(config, given=set(_dotted(self.runtime_params or {})))
+        for note in notes:
+            if note not in _SAID:  # Kedro reads the parameters several times a run: say it once
+                _SAID.add(note)
+                LOGGER.warning("%s", note)
+        return migrated
+
+
+def _dotted(tree: dict, prefix: str = "") -> list[str]:
+    """The dotted names of a nested dict's leaves."""
+    names = []
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        names += _dotted(value, f"{name}.") if isinstance(value, dict) else [name]
+    return names
+
+
+def project_conf(conf_source: str | Path = "conf", env: str = "local") -> dict[str, Any]:
+    """The ``parameters`` of ``conf_source``: ``base``, then ``env`` over it, as ``kedro run`` merges them.
+
+    Globals are resolved (``${globals:datasets_dir}``). Empty where the folder or the files are missing.
+    """
+    from iclfs.settings import CONFIG_LOADER_ARGS
+
+    if not Path(conf_source).is_dir():
+        return {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loader = ProjectConfigLoader(str(conf_source), **{**CONFIG_LOADER_ARGS, "default_run_env": env})
+        try:
+            return dict(loader["parameters"])
+        except MissingConfigException:
+            return {}

@@ -1,0 +1,211 @@
+"""Project hooks.
+
+:class:`ParameterCheckHook` builds every parameter section (:class:`iclfs.method._config.Settings`)
+before the first node runs, so a bad value stops the run before anything is written.
+
+:class:`OutputPreflightHook` checks, before the first node runs, that every
+local file a pipeline will write can be created, so an unwritable folder
+fails the run up front with the dataset and folder named.
+
+:class:`RunSummaryHook` logs what the run selected, where it is, and what changed.
+
+The MLflow run is :class:`iclfs.pipelines._tracking.TrackingHook`'s; the run records
+:class:`iclfs.pipelines._runs.RunRecordHook`'s.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from kedro.framework.hooks import hook_impl
+from kedro.io import AbstractVersionedDataset
+
+from iclfs.io._kedro import save_version, version_file
+
+LOGGER = logging.getLogger(__name__)
+METADATA_KEY = "mlflow_artifact_path"
+
+
+#: Parameters a run takes only through ``--params``: the input and how to read it, and its data source.
+RUN_INPUTS = ("input", "orientation", "id_column", "label_column", "sep", "decimal", "data_source")
+#: Parameter sections outside the method's own: the other methods' options and the benchmark's.
+OTHER_SECTIONS = ("baselines", "benchmark", "benchmark_report")
+
+
+def check_parameter_names(parameters: dict) -> None:
+    """Refuse a top-level parameter no part of the project reads, naming the nearest one that exists."""
+    from iclfs.method._config import SECTIONS, ParameterError, closest
+
+    known = ["seed", *SECTIONS, *OTHER_SECTIONS, *RUN_INPUTS]
+    unknown = sorted(str(key) for key in parameters if key not in known)
+    if unknown:
+        hints = ", ".join(f"{key!r}{closest(key, known)}" for key in unknown)
+        raise ParameterError(f"unknown parameter(s) {hints}; known: {', '.join(known)}")
+
+
+class ParameterCheckHook:
+    """Refuse to start a run whose parameters, device or input are wrong, before anything is written.
+
+    Every section and key (an unknown one is named with the nearest that
+    exists), the baselines' options, the device and the precision it can
+    run, an empty ``input=``, and the input file's existence and kind. A run
+    on the embedded synthetic table says so.
+    """
+
+    @hook_impl(tryfirst=True)
+    def before_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
+        from iclfs import baselines
+        from iclfs.chain import check_runtime
+        from iclfs.method._config import ParameterError, Settings
+
+        parameters = catalog.load("parameters")
+        check_parameter_names(parameters)
+        settings = Settings.from_parameters(parameters)
+        for key, options in (parameters.get("baselines") or {}).items():
+            baselines.options_of(key, options)
+        baselines.check_method(settings.selection.method, settings.selection.n_clusters)
+        check_runtime(settings)
+        given = run_params.get("runtime_params") or {}
+        if "input" in given and given["input"] in (None, ""):
+            raise ParameterError("input is empty (--params input=): give the table's path, e.g. --params "
+                                 "input=data/01_raw/expr.tsv; leave input out to run on the embedded synthetic table")
+        if "raw_data" in pipeline.inputs() and "raw_data" in catalog:
+            raw = catalog.get("raw_data")
+            if hasattr(raw, "check"):
+                raw.check()
+            if getattr(raw, "embedded", False):
+                LOGGER.warning("No input given (--params input=path/to/table): this run selects from the embedded "
+                               "synthetic table.")
+
+
+def saved_path(dataset: Any) -> Path | None:
+    """The local file a dataset's latest save wrote, or None if it has no file."""
+    filepath = getattr(dataset, "_filepath", None)
+    if filepath is None:
+        return None
+    if isinstance(dataset, AbstractVersionedDataset) and save_version(dataset) is not None:
+        return version_file(dataset, dataset.resolve_save_version())
+    return Path(str(filepath))
+
+
+class OutputNotWritableError(PermissionError):
+    """Raised before a run when an output's folder cannot be created or written."""
+
+
+def _blocking_problem(directory: Path) -> str | None:
+    """Why files cannot be created under ``directory``, or None if they can."""
+    probe = directory
+    while not probe.exists():
+        if probe.parent == probe:
+            return f"no existing parent folder of {directory}"
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is a file, not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable"
+    return None
+
+
+class OutputPreflightHook:
+    """Refuse to start a run whose local outputs cannot be written."""
+
+    @hook_impl
+    def before_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
+        problems = []
+        for name in sorted(pipeline.all_outputs()):
+            dataset = catalog.get(name) if name in catalog else None
+            filepath = getattr(dataset, "_filepath", None)
+            if filepath is None or getattr(dataset, "_protocol", "file") not in ("file", "local"):
+                continue
+            problem = _blocking_problem(Path(str(PurePosixPath(filepath))).parent)
+            if problem:
+                problems.append(f"{name} ({filepath}): {problem}")
+        if problems:
+            raise OutputNotWritableError(
+                "these outputs cannot be written, so the run was not started:\n  " + "\n  ".join(problems)
+            )
+
+
+SUMMARY = logging.getLogger("iclfs.summary")
+
+
+class RunSummaryHook:
+    """At the end of every run, a short block in the log: what was selected, where it is, what changed.
+
+    It goes to the ``iclfs.summary`` logger, which ``conf/logging.yml`` sends
+    to standard output as plain text, one item per line, never wrapped, so a
+    scheduled job's log carries every path whole.
+
+    It reads back what the run saved (each through its catalog entry, so the
+    run's own versions): the data source and the table's shape, the k and
+    why, the list's path and its first ten features, the best k and accuracy
+    when labels exist, and the overlap with the previous run.
+    """
+
+    @hook_impl
+    def after_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
+        try:
+            lines = summary_lines(pipeline.all_outputs(), catalog)
+        except Exception as err:  # a summary must never turn a finished run into a failed one
+            LOGGER.debug("no run summary: %s", err)
+            return
+        if lines:
+            SUMMARY.info("Run summary")
+            for line in lines:
+                SUMMARY.info("  %s", line)
+
+
+def _load(catalog: Any, name: str, outputs: set) -> Any:
+    return catalog.load(name) if name in outputs and name in catalog else None
+
+
+def summary_lines(outputs: set, catalog: Any) -> list[str]:
+    """The run summary's lines (empty when the run produced no selection)."""
+    listing = _load(catalog, "feature_list", outputs)
+    selected = _load(catalog, "selections", outputs)
+    if listing is None and selected is None:
+        return []
+    lines = []
+    names = catalog.load("feature_names") if "feature_names" in catalog else None
+    path = saved_path(catalog.get("selections"))
+    if path is not None and len(path.parts) >= 4:  # data/<layer>/<data source>/<file>/<version>/<file>
+        lines.append(f"data source: {path.parts[-4]}")
+    standardized = catalog.load("standardized_data") if "standardized_data" in catalog else None
+    if standardized is not None:
+        lines.append(f"table: {standardized.shape[1]} features x {standardized.shape[0]} samples")
+    elif names is not None:
+        lines.append(f"table: {len(names)} features")
+    method = catalog.load("params:selection").get("method", "iclfs") if "params:selection" in catalog else "iclfs"
+    if method != "iclfs":
+        from iclfs.baselines import REGISTRY
+
+        lines.append(f"method: {REGISTRY[method].name} (selection.method = {method})")
+    choice = _load(catalog, "k_choice", outputs)
+    if choice is not None:
+        lines.append(f"k = {choice['k']}: {choice['reason']}")
+    if listing is not None:
+        path = saved_path(catalog.get("feature_list"))
+        lines.append(f"the list: {path}")
+        top = ", ".join(str(name) for name in listing["feature_name"].head(10))
+        lines.append(f"top {min(10, len(listing))}: {top}")
+    evaluation = _load(catalog, "evaluation_summary", outputs)
+    if evaluation and evaluation.get("labels"):
+        lines.append(f"best k = {evaluation['best_k']}: k-means accuracy "
+                     f"{100 * evaluation['best_accuracy_mean']:.1f} % (NMI {100 * evaluation['best_nmi_mean']:.1f} %)")
+    stability = _load(catalog, "selection_stability", outputs)
+    if stability is not None:
+        if stability.get("previous_version") is None:
+            lines.append("stability: first run on this data source, nothing to compare")
+        elif choice is not None and str(choice["k"]) in {str(k) for k in stability.get("per_k", {})}:
+            row = stability["per_k"].get(str(choice["k"])) or stability["per_k"].get(choice["k"])
+            if "jaccard" in row:
+                lines.append(f"stability: Jaccard {row['jaccard']:.2f} with the run of {stability['previous_version']}"
+                             f" ({len(row['entered'])} entered, {len(row['left'])} left)")
+        from iclfs.pipelines.publish._report import stability_sentences
+
+        lines.extend(stability_sentences(stability))
+    return lines
+

@@ -1,0 +1,206 @@
+"""Runs a stage can trust: a record of every complete run, and stage runs that combine one run's versions.
+
+Every artifact version is a run's: its version folder is the run's id (the
+session's save version). When a run ends well, :class:`RunRecordHook` writes
+its **run record** (``run_record.json``, versioned like every artifact): the
+pipeline, the input file and its fingerprint, each artifact it wrote (version
+and SHA-256) and each artifact it read from an earlier run. A run that fails
+or is refused removes every version it wrote; a run that is killed writes no
+record, so its partial versions are never taken for a run.
+
+A stage run alone (``kedro run --pipelines ranking``) reads artifacts that
+earlier runs wrote. Before any node runs, each of them is pinned to the
+newest version a *complete* run wrote; the versions chosen must come from
+runs on one table (the same input fingerprint: member scores trained on one
+table are never labelled with another table's names), and each file must
+still be what its run wrote. Otherwise the stage run is refused with a
+message naming the versions that disagree. A stage run's own record carries
+the fingerprint of the table its inputs came from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from kedro.framework.hooks import hook_impl
+from kedro.io import AbstractVersionedDataset
+
+from iclfs.io._kedro import artifact_folder, pin_load_version, save_version, version_file
+from iclfs.io.datasets._versioned import VersionedArtifact
+
+LOGGER = logging.getLogger(__name__)
+RECORD = "run_record"
+
+
+class RunRecordError(RuntimeError):
+    """A stage run cannot be given one run's versions; the message names the artifacts and versions."""
+
+
+def _source(dataset: Any) -> str:
+    """The data source folder a versioned artifact lives in: ``data/<layer>/<source>/<file>``."""
+    return artifact_folder(dataset).parent.name
+
+
+def _artifacts(names: set[str], catalog: Any) -> dict[str, AbstractVersionedDataset]:
+    """The versioned artifacts among ``names`` that belong to the run record's data source.
+
+    Not the input file, parameters, metrics, the views of earlier runs, nor the
+    benchmark's namespaced artifacts (each in a folder of its own).
+    """
+    source = _source(catalog.get(RECORD))
+    found = {}
+    for name in sorted(names):
+        if name == RECORD or name not in catalog:
+            continue
+        dataset = catalog.get(name)
+        if (isinstance(dataset, VersionedArtifact) and getattr(dataset, "_version", None) is not None
+                and _source(dataset) == source):
+            found[name] = dataset
+    return found
+
+
+def _file(dataset: AbstractVersionedDataset, version: str) -> Path:
+    return version_file(dataset, version)
+
+
+def digest(path: Path) -> str | None:
+    """SHA-256 of a file; None for a folder (a set of figures) or nothing."""
+    if not path.is_file():
+        return None
+    sha = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def read_records(record: AbstractVersionedDataset) -> list[dict]:
+    """Every complete run's record of this data source, newest first (unreadable ones are skipped)."""
+    import json
+
+    folder = Path(str(artifact_folder(record)))
+    records = []
+    for path in sorted(folder.glob(f"*/{folder.name}"), reverse=True):
+        try:
+            records.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            LOGGER.warning("run record %s cannot be read; that run is left out", path)
+    return records
+
+
+def choose_versions(needed: list[str], records: list[dict], source: str = "this data source"
+                    ) -> dict[str, tuple[str, dict]]:
+    """For each needed artifact, the newest complete run that wrote it: ``{name: (version, record)}``.
+
+    Raises :class:`RunRecordError` when one was never written by a complete
+    run, or when the chosen runs worked on different tables (their input
+    fingerprints differ: one run's scores would be read with another's names).
+    """
+    chosen = {}
+    for name in needed:
+        run = next((r for r in records if name in r.get("wrote", {})), None)
+        if run is None:
+            raise RunRecordError(
+                f"data source {source!r}: no complete run wrote {name}, which this pipeline reads. Run the stages "
+                f"before it first (kedro run --pipelines select, or the stage that writes {name})")
+        chosen[name] = (run["wrote"][name]["version"], run)
+    tables = {}
+    for name, (version, run) in chosen.items():
+        tables.setdefault(run.get("fingerprint"), []).append(f"{name} (run {version})")
+    if len(tables) > 1:
+        shown = "; ".join(f"{', '.join(names)} from the table {str(fingerprint)[:12]}"
+                          for fingerprint, names in tables.items())
+        raise RunRecordError(
+            f"data source {source!r}: the newest complete versions of this stage's inputs come from runs on "
+            f"different tables: {shown}. Run the stages in order again (kedro run --pipelines select, or from "
+            "data_processing on)")
+    return chosen
+
+
+class RunRecordHook:
+    """Write each complete run's record; pin a stage run's inputs to one run's versions; clean a failed run."""
+
+    def __init__(self) -> None:
+        self._inherited: str | None = None  # the table fingerprint a stage run's inputs come from
+
+    @hook_impl
+    def before_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
+        self._inherited = None
+        if RECORD not in catalog:
+            return
+        needed = _artifacts(pipeline.inputs(), catalog)
+        if not needed:
+            return
+        record = catalog.get(RECORD)
+        chosen = choose_versions(sorted(needed), read_records(record), _source(record))
+        self._inherited = next(iter(chosen.values()))[1].get("fingerprint")
+        for name, (version, run) in chosen.items():
+            dataset = needed[name]
+            expected = run["wrote"][name].get("sha256")
+            path = _file(dataset, version)
+            if expected is not None and digest(path) != expected:
+                raise RunRecordError(
+                    f"{name}: version {version} is not what its run wrote (its content changed or was cut short). "
+                    f"Delete the folder {path.parent} and run the stage that writes it again")
+            pin_load_version(dataset, version)
+        runs = sorted({version for version, _ in chosen.values()})
+        LOGGER.info("Stage run on the versions of the complete run(s) %s", ", ".join(runs))
+
+    @hook_impl
+    def after_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
+        if RECORD not in catalog:
+            return
+        written = {}
+        for name, dataset in _artifacts(pipeline.all_outputs(), catalog).items():
+            version = save_version(dataset)
+            path = _file(dataset, version)
+            if path.exists():
+                written[name] = {"version": version, "sha256": digest(path)}
+        read = {name: {"version": dataset.resolve_load_version()}
+                for name, dataset in _artifacts(pipeline.inputs(), catalog).items()}
+        record = {
+            "run": save_version(catalog.get(RECORD)),
+            "pipelines": run_params.get("pipeline_names") or [run_params.get("pipeline_name") or "__default__"],
+            "finished": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "input": (run_params.get("runtime_params") or {}).get("input"),
+            "fingerprint": _fingerprint(catalog, written, read) or self._inherited,
+            "wrote": written,
+            "read": read,
+        }
+        catalog.get(RECORD).save(record)
+
+    @hook_impl
+    def on_pipeline_error(self, error: Exception, run_params: dict, pipeline: Any, catalog: Any) -> None:
+        """Remove every version this run wrote: a failed or refused run leaves nothing behind."""
+        if RECORD not in catalog:
+            return
+        removed = []
+        for name, dataset in _artifacts(pipeline.all_outputs(), catalog).items():
+            if hasattr(dataset, "discard"):  # the member history keeps its .head on a version that exists
+                if dataset.discard(save_version(dataset)):
+                    removed.append(name)
+                continue
+            folder = _file(dataset, save_version(dataset)).parent
+            if folder.is_dir() and PurePosixPath(folder).name == save_version(dataset):
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(name)
+        if removed:
+            LOGGER.info("The run failed: removed the versions it had written (%s)", ", ".join(removed))
+
+
+def _fingerprint(catalog: Any, written: dict, read: dict) -> str | None:
+    """The input table's fingerprint, from the run's ``ground_truth`` (written or read)."""
+    entry = written.get("ground_truth") or read.get("ground_truth")
+    if entry is None or "ground_truth" not in catalog:
+        return None
+    try:
+        import json
+
+        return json.loads(_file(catalog.get("ground_truth"), entry["version"]).read_text()).get("fingerprint")
+    except (OSError, ValueError):
+        return None
