@@ -776,7 +776,7 @@ def history_cost(n_features: int = 20_000, members: int = 64, repeats: int = 3) 
             replace(history, read_runs=0))
         for repeat in range(repeats):
             started = time.perf_counter()
-            stored = MemberHistoryView(filepath=path, data_source="t").load()
+            stored = MemberHistoryView(filepath=path, data_source="t").load().of("iclfs")
             timings["read"].append(time.perf_counter() - started)
             started = time.perf_counter()
             laplacian = rng.random(n_features)

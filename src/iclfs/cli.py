@@ -64,9 +64,34 @@ def _from_iclfs(error: BaseException) -> bool:
     return any("/iclfs/io/" in frame.filename for frame in frames)
 
 
-def _run(verbose: bool, **kwargs):
+#: The project's own options of ``run``, each a runtime parameter (``--k 100`` is ``--params selection.k=100``).
+OWN_OPTIONS = {"source": ("source",), "input": ("input",), "orientation": ("orientation",),
+               "method": ("selection", "method"), "k": ("selection", "k")}
+
+
+def _with_own_options(params: dict | None, own: dict) -> dict:
+    """``--params`` with the project's own options in it; an option given both ways must agree."""
+    params = {key: dict(value) if isinstance(value, dict) else value for key, value in (params or {}).items()}
+    for option, path in OWN_OPTIONS.items():
+        value = own.get(option)
+        if value is None:
+            continue
+        target = params
+        for part in path[:-1]:
+            target = target.setdefault(part, {})
+        if path[-1] in target and target[path[-1]] != value:
+            raise click.BadParameter(f"--{option} {value!r} and --params {'.'.join(path)}={target[path[-1]]!r} "
+                                     "disagree: give it once")
+        target[path[-1]] = value
+    return params
+
+
+def _run(verbose: bool, source: str | None = None, input: str | None = None,  # noqa: A002  (the option's name)
+         orientation: str | None = None, method: str | None = None, k: int | None = None, **kwargs):
     plain_off_terminal()  # a scheduler's log: one plain line per record, from the first
     try:
+        kwargs["params"] = _with_own_options(kwargs.get("params"), {
+            "source": source, "input": input, "orientation": orientation, "method": method, "k": k})
         return kedro_run.callback(**kwargs)
     except Exception as err:  # noqa: BLE001  (sorted below: user errors get one message, bugs re-raise)
         problem = user_problem(err)
@@ -97,14 +122,67 @@ def _readable_params(option: click.Parameter) -> click.Parameter:
     return copy
 
 
+HELP = """Run a pipeline of iclfs: by default all of them; `--pipelines select` is the production refresh.
+
+\b
+A data source declared in conf (parameters_sources.yml) runs by name:
+  iclfs --pipelines select --source expr
+A file runs once, without a declaration:
+  iclfs --pipelines select --input data/01_raw/expr.tsv --orientation features_in_rows
+Every setting is a --params key (docs/guides/configuration.md); --method and --k are
+selection.method and selection.k. The list is then in data/latest/<source>/<method>/.
+"""
+
 #: ``kedro run`` in this project, and ``python -m iclfs`` / the packaged ``iclfs`` command.
 run = click.Command(
     name="run",
-    params=[*(_readable_params(p) if p.name == "params" else p for p in kedro_run.params),
-            click.Option(["--verbose"], is_flag=True, help="On a refused run, print the full traceback too.")],
+    params=[
+        click.Option(["--source"], help="A data source declared in conf (parameters_sources.yml), by name."),
+        click.Option(["--input"], help="A table's file, run once without a declaration (.csv, .tsv, .parquet, "
+                                       ".h5ad, .mat; compressed too)."),
+        click.Option(["--orientation"], type=click.Choice(["samples_in_rows", "features_in_rows"]),
+                     help="features_in_rows for a genes x samples file (default: samples_in_rows)."),
+        click.Option(["--method"], help="The method: iclfs (default), ls, spec, mcfs, ndfs, cae, lscae, ... "
+                                        "(selection.method)."),
+        click.Option(["--k"], type=click.IntRange(min=1), help="The number of features on the list (selection.k)."),
+        *(_readable_params(p) if p.name == "params" else p for p in kedro_run.params),
+        click.Option(["--verbose"], is_flag=True, help="On a refused run, print the full traceback too."),
+    ],
     callback=_run,
-    help=kedro_run.help,
+    help=HELP,
 )
+
+
+@click.command(name="dag")
+@click.argument("source")
+@click.option("--env", "-e", default="local", help="The Kedro environment the refresh runs in (default: local).")
+@click.option("--target-dir", default="airflow_dags", type=click.Path(file_okay=False),
+              help="Where the DAG file is written (default: airflow_dags/).")
+def dag(source: str, env: str, target_dir: str) -> None:
+    """Write the Airflow DAG that refreshes the declared data source SOURCE on conf's schedule (airflow.yml).
+
+    One task a refresh: it runs `select` on SOURCE with this project's interpreter, in this folder.
+    Copy the file to Airflow's dags folder (Airflow 3).
+    """
+    from iclfs.pipelines._dag import write_dag
+
+    plain_off_terminal()
+    try:
+        path = write_dag(source, env=env, target=Path(target_dir), project=Path.cwd())
+    except Exception as err:  # noqa: BLE001  (user errors get one message, bugs re-raise)
+        problem = user_problem(err)
+        if problem is None:
+            raise
+        click.secho(f"Error: {problem}", err=True, fg="red")
+        sys.exit(1)
+    click.echo(f"wrote {path}: the DAG {path.stem!r} refreshes {source!r} ({'; '.join(_schedule_of(path))})")
+
+
+def _schedule_of(path: Path) -> list[str]:
+    import re
+
+    found = re.search(r"schedule=(\"[^\"]*\")", path.read_text())
+    return [f"schedule {found.group(1)}"] if found else []
 
 
 @click.group(name="iclfs")
@@ -113,3 +191,4 @@ def cli() -> None:
 
 
 cli.add_command(run)
+cli.add_command(dag)

@@ -152,8 +152,36 @@ def test_previous_version_dataset_skips_the_current_runs_version(tmp_path):
         (tmp_path / "s.csv" / version).mkdir(parents=True)
         pd.DataFrame({"v": [value]}).to_csv(tmp_path / "s.csv" / version / "s.csv", index=False)
     previous = PreviousVersionDataset(filepath=path, version=Version(None, "2026-01-03")).load()
-    assert previous["v"].tolist() == [2] and previous.attrs["version"] == "2026-01-02"
+    assert previous["v"].tolist() == [2] and previous["version"].tolist() == ["2026-01-02"]
     assert PreviousVersionDataset(filepath=path, version=Version(None, "2026-01-01")).load().empty
+
+
+def test_previous_versions_are_each_methods_newest_by_its_run_record(tmp_path):
+    """The last lists of each method, so a run compares with its own method's only; JSON artifacts too."""
+    import json
+
+    from iclfs.io.datasets import PreviousVersionDataset
+    from iclfs.pipelines._frames import previous_of
+
+    records = tmp_path / "run_record.json"
+    for version, method in (("v1", "iclfs"), ("v2", "ndfs"), ("v3", "iclfs"), ("v4", None), ("v5", "iclfs")):
+        (tmp_path / "s.csv" / version).mkdir(parents=True)
+        pd.DataFrame({"v": [version]}).to_csv(tmp_path / "s.csv" / version / "s.csv", index=False)
+        (tmp_path / "n.json" / version).mkdir(parents=True)
+        (tmp_path / "n.json" / version / "n.json").write_text(json.dumps(["a", version]))
+        if method is not None:  # v4: a killed run, no record
+            (records / version).mkdir(parents=True)
+            (records / version / "run_record.json").write_text(json.dumps({"run": version, "method": method}))
+    every = PreviousVersionDataset(filepath=str(tmp_path / "s.csv"), version=Version(None, "v5"),
+                                   records={"filepath": str(records)}, count=2).load()
+    assert list(zip(every["version"], every["method"])) == [("v1", "iclfs"), ("v2", "ndfs"), ("v3", "iclfs")]
+    assert previous_of(every, "iclfs")["v"].tolist() == ["v3"] and previous_of(every, "iclfs").attrs["version"] == "v3"
+    assert previous_of(every, "iclfs", count=2)["v"].tolist() == ["v1", "v3"]
+    assert previous_of(every, "ndfs")["v"].tolist() == ["v2"] and previous_of(every, "ls").empty
+    assert previous_of(every, None)["v"].tolist() == ["v3"]  # any method's newest
+    names = PreviousVersionDataset(filepath=str(tmp_path / "n.json"), version=Version(None, "v5"),
+                                   records={"filepath": str(records)}).load()
+    assert previous_of(names, None)["content"].iloc[0] == ["a", "v3"]
 
 
 @pytest.mark.parametrize("name", ["COIL20", "Isolet"])

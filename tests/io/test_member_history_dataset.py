@@ -37,9 +37,9 @@ def member(seed, names, scores, fingerprint="f", laplacian=None) -> Member:
 
 
 def test_a_history_reads_back_exactly(tmp_path):
-    history = grown(grown(view(tmp_path).load(), 1), 2, names=NAMES[::-1])
+    history = grown(grown(view(tmp_path).load().of('iclfs'), 1), 2, names=NAMES[::-1])
     dataset(tmp_path, "2026-01-01T00.00.00.000Z").save(history)
-    back = view(tmp_path).load()
+    back = view(tmp_path).load().of('iclfs')
     assert back.version == "2026-01-01T00.00.00.000Z" and back.problem is None
     assert back.runs == 2 and back.next_index == 2 and back.data_source == "t" and back.own == ()
     assert back.kept == 64
@@ -51,46 +51,46 @@ def test_a_history_reads_back_exactly(tmp_path):
 
 
 def test_nothing_is_written_without_a_new_member_and_versions_are_never_rewritten(tmp_path):
-    dataset(tmp_path, "v1").save(view(tmp_path).load())  # nothing carried: no version
+    dataset(tmp_path, "v1").save(view(tmp_path).load().of('iclfs'))  # nothing carried: no version
     assert not (tmp_path / "member_history.npz").exists()
-    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 1))
-    read = view(tmp_path).load()
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load().of('iclfs'), 1))
+    read = view(tmp_path).load().of('iclfs')
     dataset(tmp_path, "v2").save(read)  # a ranking stage run on members already carried
-    assert sorted(p.name for p in (tmp_path / "member_history.npz").iterdir() if p.is_dir()) == ["v1"]
+    assert sorted(p.name for p in (tmp_path / "member_history.npz" / "iclfs").iterdir() if p.is_dir()) == ["v1"]
     with pytest.raises(DatasetError, match="never overwritten"):
         dataset(tmp_path, "v1").save(grown(MemberHistory(afresh=True), 5))
 
 
 def test_head_names_the_newest_history_and_a_missing_head_falls_back_to_the_newest_version(tmp_path):
-    dataset(tmp_path, "v2").save(grown(view(tmp_path).load(), 1))
-    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 2))  # an older run id that saved later
-    assert view(tmp_path).load().version == "v1" and len(view(tmp_path).load().members) == 2
-    (tmp_path / "member_history.npz" / ".head").unlink()
-    assert view(tmp_path).load().version == "v2"
+    dataset(tmp_path, "v2").save(grown(view(tmp_path).load().of('iclfs'), 1))
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load().of('iclfs'), 2))  # an older run id that saved later
+    assert view(tmp_path).load().of('iclfs').version == "v1" and len(view(tmp_path).load().of('iclfs').members) == 2
+    (tmp_path / "member_history.npz" / "iclfs" / ".head").unlink()
+    assert view(tmp_path).load().of('iclfs').version == "v2"
 
 
 def test_an_unreadable_version_or_another_sources_history_is_a_problem_not_a_crash(tmp_path):
-    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 1))
-    assert "belongs to the data source 't', not 'u'" in view(tmp_path, source="u").load().problem
-    (tmp_path / "member_history.npz" / "v1" / "member_history.npz").write_bytes(b"not a history")
-    broken = view(tmp_path).load()
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load().of('iclfs'), 1))
+    assert "belongs to the data source 't', not 'u'" in view(tmp_path, source="u").load().of('iclfs').problem
+    (tmp_path / "member_history.npz" / "iclfs" / "v1" / "member_history.npz").write_bytes(b"not a history")
+    broken = view(tmp_path).load().of('iclfs')
     assert broken.members == () and "cannot be read" in broken.problem and "v1" in broken.problem
 
 
 def test_a_run_that_starts_afresh_does_not_merge_and_becomes_head(tmp_path):
-    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 1))
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load().of('iclfs'), 1))
     dataset(tmp_path, "v2").save(grown(MemberHistory(data_source="t", afresh=True), 9))
-    head = view(tmp_path).load()
+    head = view(tmp_path).load().of('iclfs')
     assert head.version == "v2" and [m.seed for m in head.members] == [9]
 
 
 def test_the_later_writer_merges(tmp_path):
-    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 1))
-    base = view(tmp_path).load()
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load().of('iclfs'), 1))
+    base = view(tmp_path).load().of('iclfs')
     first, second = grown(base, 2, fingerprint="a"), grown(base, 3, fingerprint="b")  # both read v1
     dataset(tmp_path, "v2").save(first)
     dataset(tmp_path, "v3").save(second)
-    head = view(tmp_path).load()
+    head = view(tmp_path).load().of('iclfs')
     assert head.version == "v3" and [m.seed for m in head.members] == [1, 2, 3]
     assert [m.index for m in head.members] == [0, 1, 2] and head.runs == 3
 
@@ -108,7 +108,7 @@ WRITER = textwrap.dedent("""
     from iclfs.method._ranking import Member
     folder, version, seed, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     path = folder + "/member_history.npz"
-    history = MemberHistoryView(filepath=path, data_source="t").load()
+    history = MemberHistoryView(filepath=path, data_source="t").load().of("iclfs")
     open(folder + "/read_" + version, "w").close()
     while not __import__("os").path.exists(go):  # both have read before either writes
         time.sleep(0.01)
@@ -132,7 +132,7 @@ def test_two_processes_writing_at_once_lose_no_member(tmp_path):
         time.sleep(0.05)
     go.touch()
     assert [w.wait(timeout=120) for w in writers] == [0] * len(writers)
-    head = view(tmp_path).load()
+    head = view(tmp_path).load().of('iclfs')
     assert sorted(m.seed for m in head.members) == [10, 11, 12, 13]
     assert sorted(m.index for m in head.members) == [0, 1, 2, 3] and head.runs == 4
 
@@ -140,42 +140,43 @@ def test_two_processes_writing_at_once_lose_no_member(tmp_path):
 def test_discarding_a_failed_runs_version_keeps_head_on_a_version_that_exists(tmp_path):
     from iclfs.io.datasets._member_history_dataset import HEAD, LOCK
 
-    folder = tmp_path / "member_history.npz"
-    first = MemberHistoryDataset(filepath=str(folder), data_source="t",
+    root = tmp_path / "member_history.npz"
+    folder = root / "iclfs"  # one folder per method
+    first = MemberHistoryDataset(filepath=str(root), data_source="t",
                                  version=Version(None, "2026-01-01T00.00.00.000Z"))
     first.save(MemberHistory(data_source="t").add_run([member(1, ["a", "b"], [0.2, 0.1])], 64))
-    failed = MemberHistoryDataset(filepath=str(folder), data_source="t",
+    failed = MemberHistoryDataset(filepath=str(root), data_source="t",
                                   version=Version(None, "2026-01-02T00.00.00.000Z"))
-    failed.save(first.load().add_run([member(2, ["a", "b"], [0.1, 0.2])], 64))
+    failed.save(first.load().of('iclfs').add_run([member(2, ["a", "b"], [0.1, 0.2])], 64))
     assert (folder / HEAD).read_text() == "2026-01-02T00.00.00.000Z"
     assert failed.discard("2026-01-02T00.00.00.000Z") and not (folder / "2026-01-02T00.00.00.000Z").exists()
-    assert (folder / HEAD).read_text() == "2026-01-01T00.00.00.000Z" and len(first.load().members) == 1
+    assert (folder / HEAD).read_text() == "2026-01-01T00.00.00.000Z" and len(first.load().of('iclfs').members) == 1
     assert first.discard("2026-01-01T00.00.00.000Z")
     assert not folder.exists()  # no version left: no .head, no lock, no folder
     assert not failed.discard("2026-01-02T00.00.00.000Z")
     first.save(MemberHistory(data_source="t").add_run([member(3, ["a"], [0.5])], 64))
-    assert (folder / LOCK).exists() and len(first.load().members) == 1  # the lock is made again when needed
+    assert (folder / LOCK).exists() and len(first.load().of('iclfs').members) == 1  # the lock is made again when needed
 
 
 def test_the_members_laplacian_scores_read_back_exactly(tmp_path):
     laplacian = np.random.default_rng(0).random(len(NAMES))
     laplacian[3] = np.inf
-    history = view(tmp_path).load().add_run([member(1, NAMES, np.arange(len(NAMES)), laplacian=laplacian)], 64)
+    history = view(tmp_path).load().of('iclfs').add_run([member(1, NAMES, np.arange(len(NAMES)), laplacian=laplacian)], 64)
     dataset(tmp_path, "v1").save(history)
-    back = view(tmp_path).load()
+    back = view(tmp_path).load().of('iclfs')
     np.testing.assert_array_equal(back.members[0].laplacian, laplacian)
     assert back.members[0].feature_names == tuple(NAMES)
 
 
 def test_a_history_stored_without_laplacian_scores_still_reads(tmp_path):
-    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 1))  # recorded without them
-    back = view(tmp_path).load()
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load().of('iclfs'), 1))  # recorded without them
+    back = view(tmp_path).load().of('iclfs')
     assert back.problem is None and back.members[0].laplacian is None
 
 
 def test_a_history_an_earlier_version_stored_with_its_lists_still_reads_and_the_lists_are_set_aside(tmp_path):
-    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 1))
-    path = tmp_path / "member_history.npz" / "v1" / "member_history.npz"
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load().of('iclfs'), 1))
+    path = tmp_path / "member_history.npz" / "iclfs" / "v1" / "member_history.npz"
     with np.load(path) as content:
         arrays = {key: content[key] for key in content.files}
     for k, names in ((5, tuple(NAMES[:5])), (3, (NAMES[4], NAMES[0], NAMES[2]))):  # the earlier layout's lists
@@ -192,31 +193,31 @@ def test_a_history_an_earlier_version_stored_with_its_lists_still_reads_and_the_
 
 
 def test_a_merge_keeps_this_runs_laplacian_scores(tmp_path):
-    dataset(tmp_path, "v1").save(grown(view(tmp_path).load(), 1))
-    mine = view(tmp_path).load()
-    dataset(tmp_path, "v2").save(grown(view(tmp_path).load(), 2))  # another run stores first
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load().of('iclfs'), 1))
+    mine = view(tmp_path).load().of('iclfs')
+    dataset(tmp_path, "v2").save(grown(view(tmp_path).load().of('iclfs'), 2))  # another run stores first
     laplacian = np.linspace(0, 1, len(NAMES))
     mine = mine.add_run([member(3, NAMES, np.ones(len(NAMES)), laplacian=laplacian)], 64)
     dataset(tmp_path, "v3").save(mine)
-    back = view(tmp_path).load()
+    back = view(tmp_path).load().of('iclfs')
     assert [m.seed for m in back.members] == [1, 2, 3] and [m.run for m in back.members] == [0, 1, 2]
     np.testing.assert_array_equal(back.members[-1].laplacian, laplacian)
 
 
 def test_one_runs_laplacian_scores_are_stored_once_and_a_history_with_them_per_member_still_reads(tmp_path):
     first, second = (np.random.default_rng(s).random(len(NAMES)) for s in (0, 1))
-    history = view(tmp_path).load().add_run(
+    history = view(tmp_path).load().of('iclfs').add_run(
         [member(s, NAMES, np.arange(len(NAMES)), laplacian=first) for s in (1, 2, 3)], 64)
     history = history.add_run([member(4, NAMES, np.ones(len(NAMES)), "g", laplacian=second)], 64)
     dataset(tmp_path, "v1").save(history)
-    with np.load(tmp_path / "member_history.npz" / "v1" / "member_history.npz") as content:
+    with np.load(tmp_path / "member_history.npz" / "iclfs" / "v1" / "member_history.npz") as content:
         stored = sorted(key for key in content.files if key.startswith("laplacian"))
     assert stored == ["laplacian_run_0", "laplacian_run_1"]  # three members of run 0, one array
-    back = view(tmp_path).load()
+    back = view(tmp_path).load().of('iclfs')
     for member_read, expected in zip(back.members, (first, first, first, second), strict=True):
         np.testing.assert_array_equal(member_read.laplacian, expected)
     # the earlier layout, one array per member, reads the same
-    with np.load(tmp_path / "member_history.npz" / "v1" / "member_history.npz") as content:
+    with np.load(tmp_path / "member_history.npz" / "iclfs" / "v1" / "member_history.npz") as content:
         arrays = {key: content[key] for key in content.files if not key.startswith("laplacian")}
     arrays.update({f"laplacian_{i}": m.laplacian for i, m in enumerate(history.members)})
     (tmp_path / "old").mkdir()
@@ -225,3 +226,31 @@ def test_one_runs_laplacian_scores_are_stored_once_and_a_history_with_them_per_m
     for member_read, expected in zip(old.members, (first, first, first, second), strict=True):
         np.testing.assert_array_equal(member_read.laplacian, expected)
     assert len(to_bytes(old)) < (tmp_path / "old" / "member_history.npz").stat().st_size  # written anew: once per run
+
+
+def test_each_method_keeps_its_own_history_and_an_earlier_versions_folder_is_its_methods(tmp_path):
+    """A data source keeps one history per method: running NDFS on it neither sets ICLFS's aside nor mixes."""
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load().of("iclfs"), 1))
+    ndfs = MemberHistory(data_source="t", method="ndfs").add_run([Member(7, NAMES, np.arange(10.0), 1.0, "f",
+                                                                         method="ndfs")], 64)
+    dataset(tmp_path, "v2").save(ndfs)
+    histories = view(tmp_path).load()
+    assert histories.methods() == ["iclfs", "ndfs"]
+    assert [m.seed for m in histories.of("iclfs").members] == [1] and histories.of("iclfs").method == "iclfs"
+    assert [m.seed for m in histories.of("ndfs").members] == [7] and histories.of("ndfs").method == "ndfs"
+    assert histories.of("ls").members == () and histories.of("ls").method == "ls"
+    assert (tmp_path / "member_history.npz" / "iclfs" / "v1").is_dir()
+    assert (tmp_path / "member_history.npz" / "ndfs" / "v2").is_dir()
+
+
+def test_a_history_an_earlier_version_stored_without_a_method_folder_is_read_as_its_methods(tmp_path):
+    from iclfs.io.datasets._member_history_dataset import HEAD, _write_atomically
+
+    root = tmp_path / "member_history.npz"
+    history = grown(MemberHistory(data_source="t"), 3)
+    _write_atomically(root / "v0" / "member_history.npz", to_bytes(history))  # versions straight under the root
+    _write_atomically(root / HEAD, b"v0")
+    assert [m.seed for m in view(tmp_path).load().of("iclfs").members] == [3]
+    assert view(tmp_path).load().of("ndfs").members == ()
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load().of("iclfs"), 4))  # carries on in the same folder
+    assert [m.seed for m in view(tmp_path).load().of("iclfs").members] == [3, 4]

@@ -423,7 +423,7 @@ def test_continuing_gives_the_seed_of_the_next_member_number_and_not_carrying_th
     for seed in range(3):
         stored = one_run(stored, ["a", "b"], [1, 2], seed=seed)
     carried = start(stored, ["a", "b"], 42, MembersConfig())
-    assert carried.seed == member_seed(42, 3) and carried.history is stored and carried.note is None
+    assert carried.seed == member_seed(42, 3) and carried.history == stored and carried.note is None
     assert carried.holds
     alone = start(stored, ["a", "b"], 42, MembersConfig(carry=False))
     assert alone.seed == 42 and alone.history is None and not alone.holds

@@ -65,7 +65,7 @@ def test_notebook_runs_after_a_default_run(project):
 
     assert ns["k_choice"] == {"k": 5, "reason": "selection.k = 5"}
     assert list(ns["listing"]["rank"]) == [1, 2, 3, 4, 5]
-    assert len(ns["history"]) == 2  # one member, 2 epochs
+    assert len(ns["log"]) == 2 and ns["method"] == "ICLFS"  # one member, 2 epochs
     assert ns["member_scores"]["z_norm"].shape == (1, 40)
     assert len(ns["swapped_in"]) == len(ns["swapped_out"])
     assert ns["summary"]["labels"] is True and ns["summary"]["best_k"] in (5, 10)
@@ -103,3 +103,14 @@ def test_notebook_runs_after_a_select_run_without_labels(project):
     page = ns["report_path"].read_text()
     assert "no labels: the k-means accuracy was not evaluated" in page
     assert "30 samples &times; 24 features" in page
+
+
+@pytest.mark.parametrize("method", ["ls", "ndfs"])
+def test_notebook_runs_after_another_methods_run(project, method):
+    """Another method's log has no epochs, seconds or device, and its member scores are its own."""
+    params = {"selection": {"method": method, **({"n_clusters": 2} if method == "ndfs" else {})}}
+    run_session(project, pipeline_names=["select"], runtime_params=params)
+    ns = execute_notebook(NOTEBOOK)
+    assert ns["k_choice"]["k"] == 5 and len(ns["listing"]) == 5
+    assert ns["method"] == {"ls": "LS", "ndfs": "NDFS"}[method]
+    assert set(ns["scores"]) == {method}

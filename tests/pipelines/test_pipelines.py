@@ -41,6 +41,8 @@ def run_pipeline(name: str, params: dict, **data) -> DataCatalog:
     data.setdefault("previous_selections", pd.DataFrame())
     data.setdefault("previous_lists", pd.DataFrame())
     data.setdefault("previous_member_history", MemberHistory())
+    data.setdefault("previous_feature_names", pd.DataFrame())
+    data.setdefault("previous_ground_truth", pd.DataFrame())
     catalog = make_catalog(params, **data)
     pipeline = register_pipelines()[name]
     ParameterCheckHook().before_pipeline_run(run_params={}, pipeline=pipeline, catalog=catalog)
@@ -54,8 +56,8 @@ def test_registry_has_every_stage_and_default_chains_them():
         pipelines)
     default = pipelines["__default__"]
     # Each node takes the sections it needs; none takes the whole parameters dict.
-    assert default.inputs() == {"raw_data", "previous_selections", "previous_lists",
-                                "previous_member_history"} | {
+    assert default.inputs() == {"raw_data", "previous_selections", "previous_lists", "previous_member_history",
+                                "previous_feature_names", "previous_ground_truth"} | {
         f"params:{p}" for p in ("selection", "views", "seed", "training", "runtime", "members", "ranking",
                                 "laplacian", "evaluation", "baselines")}
     expected = {"standardized_data", "inverted_data", "labels", "feature_names", "ground_truth", "view_sample",
@@ -63,7 +65,8 @@ def test_registry_has_every_stage_and_default_chains_them():
                 "member_scores", "history_start", "member_history", "feature_ranking",
                 "laplacian_scores", "selections",
                 "evaluation_table", "evaluation_summary", "accuracy_vs_k", "k_choice",
-                "feature_list", "reduced_data", "selection_stability", "score_distribution_plot", "run_report"}
+                "feature_list", "reduced_data", "table_changes", "selection_stability", "score_distribution_plot",
+                "run_report"}
     assert expected == default.all_outputs()
     select = pipelines["select"]
     assert "view_sample" not in select.all_outputs()

@@ -37,4 +37,4 @@ def test_a_tsv_of_genes_by_samples_without_labels_follows_the_readme(project, ca
     assert summary.startswith("Run summary\n  ")
     assert "data source: expr" in summary and "60 features x 24 samples" in summary
     assert listing in summary and selected["feature_name"].iloc[0] in summary
-    assert "first run on this data source" in summary
+    assert "first run of iclfs on this data source" in summary

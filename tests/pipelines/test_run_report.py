@@ -220,7 +220,7 @@ def _stability_after(earlier_lists: list[list[str]], current: list[str], members
                            columns=["version", "rank", "feature_name"])
     summary = compare_with_previous(pd.DataFrame(columns=["k", "rank", "feature_name"]),
                                     pd.DataFrame(columns=["k", "rank", "feature_name"]), listed, earlier, ranking,
-                                    {"carry": True})
+                                    {"carry": True}, {"previous_version": None}, {}, {})
     return summary, run_metrics(lambda name: summary if name == "selection_stability" else None)[0]
 
 

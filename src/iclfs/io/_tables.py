@@ -43,6 +43,7 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -381,6 +382,12 @@ def _from_samples_in_rows(frame: Frame, source: str, label_column: str | None,
     names = [frame.columns[j] for j in keep]
     X = values[keep].set_axis(names, axis=1)
     _warn_suspicious(X, names, source, has_ids=ids is not None)
+    if ids is not None and len(set(map(str, ids))) == len(ids) >= 10 * max(len(names), 1) \
+            and _look_like_sample_ids(names):
+        LOGGER.warning("%s: the id column holds %d distinct names and the header %d names like %s: the table looks "
+                       "transposed (features in rows, samples in columns). If so, read it with "
+                       "orientation=features_in_rows, or its features are the samples.", source, len(ids),
+                       len(names), ", ".join(map(str, names[:3])))
     return FeatureTable(X=X, y=labels, feature_names=names, source=source, sample_ids=ids, sample_id_name=id_name)
 
 
@@ -461,6 +468,16 @@ def _warn_suspicious(X: pd.DataFrame, names: list[str], source: str, has_ids: bo
                                "If it is, set id_column: %s so it is kept aside instead of selected.",
                                source, names[j], n, names[j])
                 break
+
+
+def _look_like_sample_ids(names: list[str]) -> bool:
+    """Most names one prefix and a number (GSM1201, S3, sample_12): a header of sample ids."""
+    parts = [re.fullmatch(r"([A-Za-z_.-]*?)[_.-]?(\d+)", str(name)) for name in names]
+    prefixes = [p.group(1) for p in parts if p is not None]
+    if len(prefixes) < 0.8 * len(names) or not prefixes:
+        return False
+    common = max(set(prefixes), key=prefixes.count)
+    return prefixes.count(common) >= 0.8 * len(names)
 
 
 def _is_counter(column: pd.Series) -> bool:

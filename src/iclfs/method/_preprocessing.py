@@ -101,6 +101,10 @@ def as_numeric_matrix(X: object, source: str = "data") -> np.ndarray:
                     "like numbers with decimal commas (1,5): read them as such with --params decimal=comma"
                     if any(_decimal_commas(X.iloc[:, j]) for j in bad[:5]) else
                     "Drop them or encode them as numbers before feature selection.")
+            if bad[0] == 0 and len(X) > X.shape[1]:  # a first column of names over a tall table: genes in rows
+                hint = (f"The first column {str(X.columns[0])!r} holds names and the table is taller than wide: if "
+                        "it holds features in rows (genes x samples), read it with orientation=features_in_rows "
+                        "(--params orientation=features_in_rows, or orientation: in its source). Else: " + hint)
             raise DataValidationError(f"{source}: {len(bad)} column(s) are not numeric: {shown}{more}. {hint}")
         # Explicit dtype: mixed bool/nullable-int frames would otherwise come out
         # as object arrays, and pd.NA must become NaN for the finiteness check.

@@ -144,6 +144,8 @@ class MemberHistory:
         The cap of the last :meth:`add_run` (a merge keeps it).
     notes : tuple of str
         What the reader found and set aside (members of runs that did not finish, a damaged pointer), to say once.
+    method : str
+        The method whose members it keeps: a data source keeps one history per method.
     """
 
     members: tuple[Member, ...] = ()
@@ -156,6 +158,7 @@ class MemberHistory:
     afresh: bool = False
     kept: int | None = None
     notes: tuple[str, ...] = ()
+    method: str = "iclfs"
 
     def add_run(self, members: Sequence[Member], kept: int) -> MemberHistory:
         """This history with one more run's ``members`` (raw scores), numbered from ``next_index``; only the
@@ -240,7 +243,7 @@ def usable_history(stored: MemberHistory, feature_names: Sequence[str], reset: b
     the run starts afresh: an empty history marked ``afresh``, whose save
     starts a new history.
     """
-    fresh = MemberHistory(data_source=stored.data_source, afresh=True, next_index=0)
+    fresh = MemberHistory(data_source=stored.data_source, afresh=True, method=method)
     if reset:
         return fresh, "members.reset: this run starts the member history afresh"
     if stored.problem is not None:
@@ -263,7 +266,8 @@ def start(stored: MemberHistory | None, feature_names: Sequence[str], seed: int,
     """
     if not config.carry or stored is None:
         return Continuation(None, int(seed))
-    history, note = usable_history(stored, feature_names, config.reset, method)
+    stored = stored.of(method) if hasattr(stored, "of") else stored  # a data source keeps one history per method
+    history, note = usable_history(replace(stored, method=method), feature_names, config.reset, method)
     return Continuation(history, member_seed(seed, history.next_index), note)
 
 

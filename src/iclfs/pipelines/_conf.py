@@ -5,7 +5,8 @@
 version to their new names, with one warning each
 (:func:`iclfs.method._config.migrate_parameters`): every entry point (``kedro
 run``, the packaged job, a DAG's task, kedro-viz) reads parameters through it,
-so a node never sees an old key.
+so a node never sees an old key. It also runs a data source declared in conf
+(:mod:`iclfs.pipelines._sources`) by name: the runtime parameter ``source``.
 
 The pipeline registry and the benchmark's command line read ``conf/`` through
 :func:`project_conf`, so the command line runs on the same datasets, folders,
@@ -23,17 +24,36 @@ from kedro.config import MissingConfigException, OmegaConfigLoader
 
 from iclfs.method._config import migrate_parameters
 
+from ._sources import check_declarations, expand, merge
+
 LOGGER = logging.getLogger(__name__)
 _SAID: set[str] = set()
 
 
 class ProjectConfigLoader(OmegaConfigLoader):
-    """``OmegaConfigLoader`` whose ``parameters`` carry this version's names (module docstring)."""
+    """``OmegaConfigLoader`` whose ``parameters`` carry this version's names, and whose runtime parameter
+    ``source`` runs a data source declared in conf (module docstring)."""
+
+    def __init__(self, conf_source: str, env: str | None = None, runtime_params: dict | None = None,
+                 **kwargs: Any) -> None:
+        given = dict(runtime_params or {})
+        if given.get("source") not in (None, ""):
+            # the declarations as conf holds them (without this run's parameters), checked before anything runs
+            reader = OmegaConfigLoader(conf_source, env=env, **kwargs)
+            try:
+                sources = reader["parameters"].get("sources")
+            except MissingConfigException:
+                sources = None
+            project = Path(conf_source).resolve().parent if Path(str(conf_source)).is_dir() else Path.cwd()
+            given = merge(expand(given["source"], sources, project), given)
+        super().__init__(conf_source, env=env, runtime_params=given, **kwargs)
+        self.config_patterns.setdefault("airflow", ["airflow*", "airflow/**"])
 
     def __getitem__(self, key: str) -> dict[str, Any]:
         config = super().__getitem__(key)
         if key != "parameters":
             return config
+        check_declarations(config.get("sources"))
         migrated, notes = migrate_parameters(config, given=set(_dotted(self.runtime_params or {})))
         for note in notes:
             if note not in _SAID:  # Kedro reads the parameters several times a run: say it once

@@ -37,3 +37,18 @@ def lists_by_name(selections: pd.DataFrame) -> dict[int, list[str]]:
         return {}
     return {int(k): group.sort_values("rank")["feature_name"].astype(str).tolist()
             for k, group in selections.groupby("k")}
+
+
+def previous_of(previous: pd.DataFrame, method: str | None, count: int = 1) -> pd.DataFrame:
+    """The rows of ``method``'s ``count`` newest versions in a previous-versions table
+    (:class:`iclfs.io.datasets.PreviousVersionDataset`), oldest first; ``attrs["version"]`` the newest; of any
+    method with None. Empty when there is none."""
+    if previous is None or previous.empty:
+        return pd.DataFrame()
+    rows = previous if "method" not in previous or method is None else previous[previous["method"] == method]
+    if "version" not in rows or rows.empty:
+        return rows.copy()
+    versions = sorted(rows["version"].unique())[-count:]
+    chosen = rows[rows["version"].isin(versions)].reset_index(drop=True)
+    chosen.attrs["version"] = versions[-1]
+    return chosen

@@ -16,6 +16,7 @@ The MLflow run is :class:`iclfs.pipelines._tracking.TrackingHook`'s; the run rec
 from __future__ import annotations
 
 import logging
+import sys
 import os
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -29,10 +30,11 @@ LOGGER = logging.getLogger(__name__)
 METADATA_KEY = "mlflow_artifact_path"
 
 
-#: Parameters a run takes only through ``--params``: the input and how to read it, and its data source.
-RUN_INPUTS = ("input", "orientation", "id_column", "label_column", "sep", "decimal", "data_source")
-#: Parameter sections outside the method's own: the other methods' options and the benchmark's.
-OTHER_SECTIONS = ("baselines", "benchmark", "benchmark_report")
+#: Parameters a run takes only through ``--params`` (or a declared source): the input and how to read it, its
+#: data source, and a declared source's name.
+RUN_INPUTS = ("input", "orientation", "id_column", "label_column", "sep", "decimal", "data_source", "source")
+#: Parameter sections outside the method's own: the declared sources, the other methods' options, the benchmark's.
+OTHER_SECTIONS = ("sources", "baselines", "benchmark", "benchmark_report")
 
 
 def check_parameter_names(parameters: dict) -> None:
@@ -145,17 +147,26 @@ class RunSummaryHook:
     when labels exist, and the overlap with the previous run.
     """
 
-    @hook_impl
+    @hook_impl(trylast=True)  # after the run record and the latest list
     def after_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
         try:
             lines = summary_lines(pipeline.all_outputs(), catalog)
         except Exception as err:  # a summary must never turn a finished run into a failed one
             LOGGER.debug("no run summary: %s", err)
             return
-        if lines:
-            SUMMARY.info("Run summary")
-            for line in lines:
-                SUMMARY.info("  %s", line)
+        if not lines:
+            return
+        if not SUMMARY.handlers:  # conf/logging.yml not read (a packaged job's Kedro logging): plain stdout lines
+            handler = logging.StreamHandler(sys.stdout)
+            handler.setFormatter(logging.Formatter("%(message)s"))
+            SUMMARY.addHandler(handler)
+            SUMMARY.propagate = False
+            SUMMARY.setLevel(logging.INFO)
+        SUMMARY.info("Run summary")
+        for line in lines:
+            SUMMARY.info("  %s", line)
+            if line.startswith("WARNING: "):
+                LOGGER.warning("%s", line[len("WARNING: "):])
 
 
 def _load(catalog: Any, name: str, outputs: set) -> Any:
@@ -189,6 +200,9 @@ def summary_lines(outputs: set, catalog: Any) -> list[str]:
     if listing is not None:
         path = saved_path(catalog.get("feature_list"))
         lines.append(f"the list: {path}")
+        if path is not None and len(path.parts) >= 5:  # data/<layer>/<source>/feature_list.csv/<version>/...
+            latest = path.parents[4] / "latest" / path.parts[-4] / method / path.name
+            lines.append(f"the latest list, the same after every run: {latest}")
         top = ", ".join(str(name) for name in listing["feature_name"].head(10))
         lines.append(f"top {min(10, len(listing))}: {top}")
     evaluation = _load(catalog, "evaluation_summary", outputs)
@@ -198,7 +212,7 @@ def summary_lines(outputs: set, catalog: Any) -> list[str]:
     stability = _load(catalog, "selection_stability", outputs)
     if stability is not None:
         if stability.get("previous_version") is None:
-            lines.append("stability: first run on this data source, nothing to compare")
+            lines.append(f"stability: {stability.get('message') or 'first run on this data source, nothing to compare'}")
         elif choice is not None and str(choice["k"]) in {str(k) for k in stability.get("per_k", {})}:
             row = stability["per_k"].get(str(choice["k"])) or stability["per_k"].get(choice["k"])
             if "jaccard" in row:

@@ -33,8 +33,12 @@ from kedro.io import AbstractVersionedDataset
 from iclfs.io._kedro import artifact_folder, pin_load_version, save_version, version_file
 from iclfs.io.datasets._versioned import VersionedArtifact
 
+from ._latest import publish
+
 LOGGER = logging.getLogger(__name__)
 RECORD = "run_record"
+#: The layers a run publishes: its list, its tables and its report (not its intermediate arrays or models).
+PUBLISHED_LAYERS = ("07_model_output", "08_reporting")
 
 
 class RunRecordError(RuntimeError):
@@ -168,11 +172,22 @@ class RunRecordHook:
             "pipelines": run_params.get("pipeline_names") or [run_params.get("pipeline_name") or "__default__"],
             "finished": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "input": (run_params.get("runtime_params") or {}).get("input"),
+            "method": _method(catalog),
             "fingerprint": _fingerprint(catalog, written, read) or self._inherited,
             "wrote": written,
             "read": read,
         }
         catalog.get(RECORD).save(record)
+        if "feature_list" in written:  # a run that published a list: it becomes the latest
+            files = {name: _file(dataset, written[name]["version"])
+                     for name, dataset in _artifacts(set(written), catalog).items()
+                     if str(artifact_folder(dataset).parent.parent.name) in PUBLISHED_LAYERS}
+            files[RECORD] = _file(catalog.get(RECORD), record["run"])
+            data = Path(str(artifact_folder(catalog.get(RECORD)))).parents[2]
+            link = publish(data, _source(catalog.get(RECORD)), record["method"], record["run"], files)
+            if link is not None:
+                LOGGER.info("The latest list of %r (%s): %s", _source(catalog.get(RECORD)), record["method"],
+                            link / "feature_list.csv")
 
     @hook_impl
     def on_pipeline_error(self, error: Exception, run_params: dict, pipeline: Any, catalog: Any) -> None:
@@ -191,6 +206,12 @@ class RunRecordHook:
                 removed.append(name)
         if removed:
             LOGGER.info("The run failed: removed the versions it had written (%s)", ", ".join(removed))
+
+
+def _method(catalog: Any) -> str:
+    """The run's ``selection.method``: a data source keeps each method's lists and members apart."""
+    parameters = catalog.load("parameters") if "parameters" in catalog else {}
+    return str((parameters.get("selection") or {}).get("method") or "iclfs")
 
 
 def _fingerprint(catalog: Any, written: dict, read: dict) -> str | None:

@@ -16,7 +16,8 @@ artifact version. It holds:
 * **the input** as an MLflow dataset: the data source's name, the file, the
   table's fingerprint and its shape;
 * **metrics** under plain names, at the list's k (``accuracy``, ``jaccard``,
-  ``nogueira_lists`` ...), and the training loss by epoch; every k's values
+  ``nogueira_lists`` ...), what changed in the table (``table.features_added``
+  ...), and the training loss by epoch; every k's values
   in the table artifact ``tables/metrics_per_k.csv``, never as steps;
 * **artifacts**: the catalog entries whose metadata names an
   ``mlflow_artifact_path``, as this run wrote them (no figure of nothing:
@@ -365,6 +366,16 @@ def run_metrics(saved: Any) -> tuple[dict[str, float], pd.DataFrame | None]:
         for name in ("jaccard", "rank_correlation"):
             if row.get(name) is not None:
                 metrics[name] = float(row[name])
+    changes = stability.get("changes") or {}
+    for key in ("features_dropped", "features_added", "samples_added", "samples_removed"):
+        if changes.get(key) is not None:
+            metrics[f"table.{key}"] = float(changes[key])
+    history = stability.get("history") or {}
+    if history.get("new_features") is not None:
+        metrics["table.features_new_to_members"] = float(history["new_features"])
+    signal = stability.get("signal") or {}
+    if "above_chance" in signal:
+        metrics["members_above_chance"] = float(signal["above_chance"])
     for key, value in (stability.get("nogueira") or {}).items():
         if isinstance(value, dict) and value.get("phi") is not None:
             for part in ("phi", "lower", "upper"):

@@ -30,6 +30,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -128,10 +129,12 @@ def from_file(path: Path, version: str | None) -> MemberHistory:
 class _Store:
     """The versions of one history folder, its ``.head`` and its lock."""
 
-    def __init__(self, folder: Path, data_source: str | None) -> None:
+    def __init__(self, folder: Path, data_source: str | None, name: str | None = None,
+                 method: str = "iclfs") -> None:
         self.folder = folder
-        self.name = folder.name
+        self.name = name or folder.name
         self.data_source = data_source
+        self.method = method
 
     def versions(self) -> list[str]:
         return sorted(p.parent.name for p in self.folder.glob(f"*/{self.name}"))
@@ -148,18 +151,18 @@ class _Store:
 
     def read(self, version: str | None) -> MemberHistory:
         if version is None:
-            return MemberHistory(data_source=self.data_source)
+            return MemberHistory(data_source=self.data_source, method=self.method)
         path = self.folder / version / self.name
         try:
             history = from_file(path, version)
         except Exception as err:  # noqa: BLE001  (any unreadable file: say so and start afresh)
-            return MemberHistory(data_source=self.data_source, problem=(
+            return MemberHistory(data_source=self.data_source, method=self.method, problem=(
                 f"the member history {path} cannot be read ({type(err).__name__}: {err})"))
         if self.data_source is not None and history.data_source not in (None, self.data_source):
-            return MemberHistory(data_source=self.data_source, problem=(
+            return MemberHistory(data_source=self.data_source, method=self.method, problem=(
                 f"the member history {path} belongs to the data source {history.data_source!r}, not "
                 f"{self.data_source!r}"))
-        return history
+        return replace(history, method=self.method)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
@@ -227,6 +230,53 @@ class _Store:
         return history
 
 
+class _Stores:
+    """A data source's member histories, one folder per method: ``member_history.npz/<method>/<version>/...``.
+
+    A folder an earlier version wrote (versions straight under it) is the history of the method its members
+    have; every other method gets a folder of its own.
+    """
+
+    def __init__(self, root: Path, data_source: str | None) -> None:
+        self.root = root
+        self.data_source = data_source
+
+    def legacy_method(self) -> str | None:
+        legacy = _Store(self.root, self.data_source)
+        head = legacy.head()
+        if head is None:
+            return None
+        members = legacy.read(head).members
+        return members[0].method if members else "iclfs"
+
+    def of(self, method: str) -> _Store:
+        if not (self.root / method).is_dir() and self.legacy_method() == method:
+            return _Store(self.root, self.data_source, method=method)
+        return _Store(self.root / method, self.data_source, name=self.root.name, method=method)
+
+    def all(self) -> list[_Store]:
+        stores = [_Store(self.root / p.name, self.data_source, name=self.root.name, method=p.name)
+                  for p in sorted(self.root.iterdir()) if p.is_dir() and (p / HEAD).exists()] \
+            if self.root.is_dir() else []
+        legacy = self.legacy_method()
+        return stores + ([_Store(self.root, self.data_source, method=legacy)] if legacy else [])
+
+
+class MemberHistories:
+    """Every method's member history of a data source (what ``previous_member_history`` loads): ``of(method)``
+    reads one, as its ``.head`` names it; a method that has none gets an empty history."""
+
+    def __init__(self, stores: _Stores) -> None:
+        self._stores = stores
+
+    def of(self, method: str) -> MemberHistory:
+        store = self._stores.of(method)
+        return store.read(store.head())
+
+    def methods(self) -> list[str]:
+        return sorted({store.method for store in self._stores.all()})
+
+
 def _write_atomically(path: Path, content: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
@@ -263,15 +313,15 @@ class MemberHistoryDataset(VersionedArtifact, AbstractVersionedDataset[MemberHis
         import fsspec
 
         path = _local(filepath, type(self).__name__)
-        self._store = _Store(path, data_source)
+        self._stores = _Stores(path, data_source)
         self._protocol = "file"
         self._fs = fsspec.filesystem("file")
         self.metadata = metadata
         super().__init__(filepath=PurePosixPath(str(path)), version=version, exists_function=self._fs.exists,
                          glob_function=self._fs.glob)
 
-    def load(self) -> MemberHistory:
-        return self._store.read(self._store.head())
+    def load(self) -> MemberHistories:
+        return MemberHistories(self._stores)
 
     def save(self, data: MemberHistory) -> None:
         if not isinstance(data, MemberHistory):
@@ -283,28 +333,29 @@ class MemberHistoryDataset(VersionedArtifact, AbstractVersionedDataset[MemberHis
             from kedro.io.core import generate_timestamp
 
             version = generate_timestamp()
-        self._store.write(data, version)
+        self._stores.of(data.method).write(data, version)
 
     def discard(self, version: str) -> bool:
-        """Remove a failed run's ``version``, keeping ``.head`` on a version that exists."""
-        return self._store.discard(version)
+        """Remove a failed run's ``version`` (of whichever method it wrote), keeping each ``.head`` on a version
+        that exists."""
+        return any([store.discard(version) for store in self._stores.all()])
 
     def resolve_load_version(self) -> str | None:
         # A save may write nothing (no new member) or merge: what a run saved is its own version or none,
-        # never "the latest"; loading goes through .head.
+        # never "the latest"; loading goes through each method's .head.
         if self._version is not None and self._version.save:
             return self._version.save
-        return self._store.head()
+        return None
 
     def _exists(self) -> bool:
-        return self._store.head() is not None
+        return any(store.head() is not None for store in self._stores.all())
 
     def _describe(self) -> dict[str, Any]:
-        return {"filepath": str(self._store.folder), "data_source": self._store.data_source}
+        return {"filepath": str(self._stores.root), "data_source": self._stores.data_source}
 
 
-class MemberHistoryView(AbstractDataset[None, MemberHistory]):
-    """Load-only: the member history a run starts from (the one ``.head`` names; empty when none is stored).
+class MemberHistoryView(AbstractDataset[None, MemberHistories]):
+    """Load-only: the member histories a run starts from, one per method (:class:`MemberHistories`).
 
     A separate catalog entry from ``member_history`` because a run both reads
     the history and writes a new version of it.
@@ -312,14 +363,14 @@ class MemberHistoryView(AbstractDataset[None, MemberHistory]):
 
     def __init__(self, *, filepath: str, data_source: str | None = None,
                  metadata: dict[str, Any] | None = None) -> None:
-        self._store = _Store(_local(filepath, type(self).__name__), data_source)
+        self._stores = _Stores(_local(filepath, type(self).__name__), data_source)
         self.metadata = metadata
 
-    def load(self) -> MemberHistory:
-        return self._store.read(self._store.head())
+    def load(self) -> MemberHistories:
+        return MemberHistories(self._stores)
 
     def save(self, data: None) -> None:
         raise DatasetError("MemberHistoryView is read-only; the run's history is saved to member_history")
 
     def _describe(self) -> dict[str, Any]:
-        return {"filepath": str(self._store.folder), "data_source": self._store.data_source}
+        return {"filepath": str(self._stores.root), "data_source": self._stores.data_source}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -11,17 +12,20 @@ from kedro.io.core import AbstractVersionedDataset, DatasetError, Version, get_p
 
 
 class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
-    """Load-only view of an earlier run's version of a versioned CSV artifact.
+    """Load-only view of the earlier runs' versions of a versioned CSV artifact, by method.
 
     Point ``filepath`` at the same file as the artifact and set
     ``versioned: true``: Kedro then passes this run's save version, and
-    ``load`` returns the newest version strictly older than it (so a run that
-    has already saved its own version still sees the previous one). With
+    ``load`` returns the versions strictly older than it (so a run that
+    has already saved its own version still sees the ones before). With
     ``records`` (the run records' file, ``run_record.json``), only the
     versions of complete runs count: a killed run's partial version is never
-    the previous list. With no earlier version it returns an empty DataFrame.
-    With ``count``, it returns the ``count`` newest earlier versions in one
-    table, oldest first, with a ``version`` column.
+    a previous list, and each version's ``method`` column is its run's
+    ``selection.method``. It returns, per method, the ``count`` newest earlier
+    versions (default 1) in one table, oldest first, with ``version`` and
+    ``method`` columns; a node takes its own method's
+    (:func:`iclfs.pipelines._frames.previous_of`). With no earlier version it
+    returns an empty DataFrame.
 
     Example ``catalog.yml`` entry::
 
@@ -34,7 +38,9 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
     def __init__(self, *, filepath: str, version: Version | None = None, records: str | dict | None = None,
                  count: int | None = None, load_args: dict[str, Any] | None = None,
                  metadata: dict[str, Any] | None = None) -> None:
-        if count is not None and (not isinstance(count, int) or count < 1):
+        if count is None:
+            count = 1
+        if not isinstance(count, int) or count < 1:
             raise DatasetError(f"PreviousVersionDataset({filepath}): count must be a positive integer, got {count!r}")
         self._count = count
         protocol, path = get_protocol_and_path(filepath, version)
@@ -55,33 +61,46 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
 
     def previous_versions(self) -> list[str]:
         """Every saved version older than this run's (of complete runs, with ``records``), oldest first."""
+        return list(self._methods())
+
+    def _methods(self) -> dict[str, str]:
+        """``{version: method}`` of every saved version older than this run's, oldest first; the method is its
+        run record's (``iclfs`` for a record of an earlier version, which named none)."""
         current = self._version.save if self._version is not None else None
         pattern = str(self._filepath / "*" / self._filepath.name)
         found = sorted(PurePosixPath(p).parent.name for p in self._fs.glob(pattern))
+        methods = dict.fromkeys(found, "iclfs")
         if self._records is not None:
-            complete = {PurePosixPath(p).parent.name
-                        for p in self._fs.glob(str(self._records / "*" / self._records.name))}
-            found = [v for v in found if v in complete]
-        return [v for v in found if current is None or v < current]
+            methods = {}
+            for version in found:
+                record = self._records / version / self._records.name
+                if not self._fs.exists(str(record)):
+                    continue  # not a complete run's
+                try:
+                    with self._fs.open(str(record), "r") as handle:
+                        methods[version] = str(json.load(handle).get("method") or "iclfs")
+                except (OSError, ValueError):
+                    continue
+        return {v: m for v, m in methods.items() if current is None or v < current}
 
     def _read(self, version: str) -> pd.DataFrame:
-        from ._versioned import CSVDataset
+        from ._versioned import CSVDataset, JSONDataset
 
+        if self._filepath.suffix == ".json":  # one row, the file's content in "content"
+            content = JSONDataset(filepath=str(self._filepath), version=Version(version, None)).load()
+            return pd.DataFrame({"content": [content]})
         return CSVDataset(filepath=str(self._filepath), version=Version(version, None),
                           load_args=self._load_args).load()
 
     def load(self) -> pd.DataFrame:
-        if self._count is not None:
-            versions = self.previous_versions()[-self._count:]
-            if not versions:
-                return pd.DataFrame()
-            return pd.concat([self._read(v).assign(version=v) for v in versions], ignore_index=True)
-        version = self.previous_version()
-        if version is None:
+        methods = self._methods()
+        chosen = []
+        for method in sorted(set(methods.values())):
+            chosen += [v for v, m in methods.items() if m == method][-self._count:]
+        if not chosen:
             return pd.DataFrame()
-        frame = self._read(version)
-        frame.attrs["version"] = version
-        return frame
+        return pd.concat([self._read(v).assign(version=v, method=methods[v]) for v in sorted(chosen)],
+                         ignore_index=True)
 
     def save(self, data: None) -> None:
         raise DatasetError("PreviousVersionDataset is read-only")

@@ -26,7 +26,8 @@ def validate_and_standardize(raw_data: FeatureTable, training: dict, runtime: di
     ground_truth : dict
         ``source``, ``informative_features`` (synthetic data only, else None),
         ``fingerprint`` (of the table, so later stages can refuse a changed
-        input) and the reader's metadata.
+        input), the table's ``samples`` and ``features``, its ``sample_ids``
+        (None without) and the reader's metadata.
     """
     settings = Settings.from_parameters({"training": training, "runtime": runtime, "laplacian": laplacian,
                                          "selection": selection, "members": members})
@@ -35,7 +36,10 @@ def validate_and_standardize(raw_data: FeatureTable, training: dict, runtime: di
     if prepared.labels is not None:
         labels = {"classes": prepared.classes, "codes": prepared.labels.tolist()}
     ground_truth = {"source": raw_data.source, "informative_features": prepared.informative_features,
-                    "fingerprint": raw_data.fingerprint(), **raw_data.metadata}
+                    "fingerprint": raw_data.fingerprint(), "samples": int(prepared.standardized.shape[0]),
+                    "features": int(prepared.standardized.shape[1]),
+                    "sample_ids": None if raw_data.sample_ids is None else [str(s) for s in raw_data.sample_ids],
+                    **raw_data.metadata}
     return prepared.standardized, labels, prepared.feature_names, ground_truth
 
 

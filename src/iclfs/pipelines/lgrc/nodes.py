@@ -8,7 +8,7 @@ import pandas as pd
 from iclfs.chain import k_values_for
 from iclfs.method._config import SelectionConfig
 from iclfs.method._lgrc import gate
-from iclfs.pipelines._frames import frequencies, laplacian_vector, lists_by_name
+from iclfs.pipelines._frames import frequencies, laplacian_vector, lists_by_name, previous_of
 
 
 def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame,
@@ -35,8 +35,9 @@ def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame
     """
     holds = bool(history_start.get("carry")) and history_start.get("members", 0) > 0 and \
         history_start.get("note") is None
+    method = SelectionConfig.from_dict(selection).method  # the last list of this method, never another's
     return selections_table(feature_ranking, laplacian_scores, selection,
-                            lists_by_name(previous_selections) if holds else None)
+                            lists_by_name(previous_of(previous_selections, method)) if holds else None)
 
 
 def select_one_run(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame, selection: dict) -> pd.DataFrame:

@@ -248,13 +248,54 @@ def pca_section(standardized_data: np.ndarray, feature_list: pd.DataFrame, label
     return section_html("pca", figure_html(fig, "PCA of the samples on all and on the selected features", caption))
 
 
+def _names(names: list, total: int) -> str:
+    shown = ", ".join(map(str, names))
+    return shown + (f" and {total - len(names)} more" if total > len(names) else "")
+
+
+def change_sentences(changes: Mapping | None) -> list[str]:
+    """What changed in the table since the previous run, one sentence each (empty on the first run)."""
+    if not changes or changes.get("previous_version") is None:
+        return []
+    lines = []
+    if changes.get("same_table"):
+        return [f"the table: the same as the previous run's ({changes.get('previous_version')})"]
+    for key, names, what in (("features_dropped", "dropped", "feature(s) dropped from the table"),
+                             ("features_added", "added", "feature(s) new to the table")):
+        if changes.get(key):
+            lines.append(f"{changes[key]} {what}: {_names(changes.get(names) or [], changes[key])}")
+    for key, names, what in (("samples_added", "samples_in", "sample(s) added"),
+                             ("samples_removed", "samples_out", "sample(s) removed")):
+        if changes.get(key):
+            lines.append(f"{changes[key]} {what}: {_names(changes.get(names) or [], changes[key])}")
+    if changes.get("samples_added") is None and changes.get("samples_before") != changes.get("samples"):
+        lines.append(f"samples: {changes.get('samples_before')} before, {changes.get('samples')} now (the table has "
+                     "no sample ids to say which)")
+    if not lines:
+        lines.append("the table's features and samples are the previous run's; its values changed")
+    return ["since the previous run: " + "; ".join(lines)]
+
+
 def stability_sentences(selection_stability: Mapping) -> list[str]:
-    """The carried history and Nogueira's Phi with its interval, one sentence each (the run summary's too)."""
+    """The member history, the table's changes, Nogueira's Phi with its interval and whether the members found
+    a signal: one sentence each (the run summary's too)."""
     lines = []
     history = selection_stability.get("history") or {}
     if history.get("carry"):
-        lines.append(f"member history: {history.get('members')} member(s) combined"
-                     + (f"; {history['note']}" if history.get("note") else ""))
+        members, kept = history.get("members"), history.get("kept")
+        line = f"member history ({history.get('method', 'iclfs')}): {members} member(s) combined"
+        if kept and members and members < min(kept, 10):
+            line += (f"; the list steadies as members accumulate: {members} of {kept} so far, and early refreshes "
+                     "still move it")
+        if history.get("new_features"):
+            line += (f"; {history['new_features']} feature(s) are new to some members (members_seen in "
+                     "feature_ranking.csv): they are ordered by the members that saw them")
+        lines.append(line + (f"; {history['note']}" if history.get("note") else ""))
+    lines.extend(change_sentences(selection_stability.get("changes")))
+    per_k = selection_stability.get("per_k") or {}
+    gone = sorted({name for row in per_k.values() for name in row.get("left_table", [])})
+    if gone:
+        lines.append(f"left the table, and so the list: {', '.join(map(str, gone[:20]))}")
     found = selection_stability.get("nogueira") or {}
     for key, what in (("lists", "the last {n} lists"), ("members", "the {n} members' first k")):
         value = found.get(key)
@@ -263,6 +304,12 @@ def stability_sentences(selection_stability: Mapping) -> list[str]:
                         if value.get("lower") is not None and value.get("upper") is not None
                         else "an interval needs 3 or more")
             lines.append(f"Nogueira's Phi over {what.format(n=value['selections'])}: {value['phi']:.2f} ({interval})")
+    signal = selection_stability.get("signal")
+    if signal is not None and not signal.get("above_chance"):
+        lines.append(f"WARNING: the {signal['members']} members agree no more than chance (Phi {signal['phi']:.2f}, "
+                     f"95 % interval {signal['lower']:.2f} to {signal['upper']:.2f}): ICLFS finds no stable signal in "
+                     "this table, and the list's steadiness comes from the Laplacian score it fuses in. Try "
+                     "selection.method=ls (or another method, docs/guides/methods.md)")
     return lines
 
 

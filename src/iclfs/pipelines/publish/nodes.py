@@ -6,13 +6,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from iclfs.method._config import SelectionConfig
+from iclfs.method._config import MembersConfig, SelectionConfig
 from iclfs.method import _k_choice as k_choice
 from iclfs.method._preprocessing import DataValidationError, FeatureTable, as_numeric_matrix
 from iclfs.method._stability import compare_selections, nogueira, nogueira_of
 from iclfs.pipelines._figures import score_distribution_figure
-from iclfs.pipelines._frames import frequencies, indices_by_k
+from iclfs.pipelines._frames import frequencies, indices_by_k, previous_of
 from iclfs.pipelines.publish import _report as report
+
+LISTS = 9  # Nogueira's Phi over this run's list and the last lists of its method
 
 
 def choose_k(selections: pd.DataFrame, feature_ranking: pd.DataFrame, selection: dict) -> dict:
@@ -75,26 +77,79 @@ def reduce_data(raw_data: FeatureTable, feature_list: pd.DataFrame, ground_truth
     return reduced
 
 
+NAMES_SHOWN = 20  # feature and sample names a report lists of those that came or went
+
+
+def compare_tables(feature_names: list[str], ground_truth: dict, previous_feature_names: pd.DataFrame,
+                   previous_ground_truth: pd.DataFrame) -> dict:
+    """What changed in the table since the previous complete run on this data source (of any method).
+
+    Returns
+    -------
+    table_changes : dict
+        ``previous_version`` (None on the first run, with a ``message``); the
+        counts ``features_dropped``, ``features_added``, and ``samples_added``,
+        ``samples_removed`` (by sample id; None where either table has none);
+        the names, up to 20 of each (``dropped``, ``added``, ``samples_in``,
+        ``samples_out``); the shapes before and now, and whether the values
+        changed at all (``same_table``).
+    """
+    names_before = previous_of(previous_feature_names, None)
+    truth_before = previous_of(previous_ground_truth, None)
+    now = {"features": len(feature_names), "samples": ground_truth.get("samples")}
+    if names_before.empty:
+        return {"previous_version": None, **now, "message": "first run on this data source: nothing to compare"}
+    before = [str(n) for n in names_before["content"].iloc[0]]
+    truth = truth_before["content"].iloc[0] if not truth_before.empty else {}
+    present, earlier = set(map(str, feature_names)), set(before)
+    dropped = [n for n in before if n not in present]
+    added = [str(n) for n in feature_names if str(n) not in earlier]
+    changes = {"previous_version": names_before.attrs.get("version"), **now,
+               "features_before": len(before), "samples_before": truth.get("samples"),
+               "features_dropped": len(dropped), "features_added": len(added),
+               "dropped": dropped[:NAMES_SHOWN], "added": added[:NAMES_SHOWN],
+               "samples_added": None, "samples_removed": None,
+               "same_table": truth.get("fingerprint") == ground_truth.get("fingerprint")}
+    ids, ids_before = ground_truth.get("sample_ids"), truth.get("sample_ids")
+    if ids is not None and ids_before is not None:
+        came = [s for s in ids if s not in set(ids_before)]
+        went = [s for s in ids_before if s not in set(ids)]
+        changes.update(samples_added=len(came), samples_removed=len(went), samples_in=came[:NAMES_SHOWN],
+                       samples_out=went[:NAMES_SHOWN])
+    return changes
+
+
 def compare_with_previous(selections: pd.DataFrame, previous_selections: pd.DataFrame,
                           feature_list: pd.DataFrame, previous_lists: pd.DataFrame,
-                          feature_ranking: pd.DataFrame, history_start: dict) -> dict:
-    """How steady the selection is: against the previous run, between the last lists, between the members.
+                          feature_ranking: pd.DataFrame, history_start: dict, table_changes: dict,
+                          selection: dict, members: dict) -> dict:
+    """How steady the list is: against the previous run of the same method, between its last lists, between the
+    members; what changed in the table; and whether the members agree more than chance.
 
     Returns
     -------
     selection_stability : dict
-        ``previous_version`` and ``per_k`` (Jaccard overlap, rank correlation,
-        entered and left features per k against the previous run; a
-        ``message`` instead on the first run); ``nogueira`` with Nogueira's
-        Phi and its 95 % interval between the ``lists`` handed on by this run
-        and the last complete runs, and between the ``members``' first k of
-        the list's k (each None with fewer than two; the interval's bounds
-        None with two, see :func:`~iclfs.method._stability.nogueira`); ``history`` (carrying,
-        the members combined, why a stored history was set aside).
+        ``method``; ``previous_version`` and ``per_k`` (Jaccard overlap, rank
+        correlation, entered and left features per k against the previous run
+        of this method, and which of those that left are no longer in the
+        table, ``left_table``; a ``message`` instead on the first run);
+        ``nogueira`` with Nogueira's Phi and its 95 % interval between the
+        ``lists`` handed on by this run and the last complete runs of this
+        method, and between the ``members``' first k of the list's k (each None
+        with fewer than two; the interval's bounds None with two, see
+        :func:`~iclfs.method._stability.nogueira`); ``history`` (carrying, the
+        method whose history was used, the members combined and kept at most,
+        the features new to the members, why a stored history was set aside);
+        ``changes`` (:func:`compare_tables`); ``signal`` (with three members or
+        more: whether their agreement's interval is above 0, chance).
     """
-    summary: dict = {"previous_version": None}
+    method = SelectionConfig.from_dict(selection).method  # lists of this method only
+    previous_selections = previous_of(previous_selections, method)
+    previous_lists = previous_of(previous_lists, method, count=LISTS)
+    present = set(feature_ranking["feature_name"].astype(str))
+    summary: dict = {"previous_version": None, "method": method}
     if previous_selections.empty:
-        summary["message"] = "first run for this data source: nothing to compare"
+        summary["message"] = f"first run of {method} on this data source: nothing to compare"
     else:
         per_k = {}
         for k, group in selections.groupby("k"):
@@ -104,15 +159,30 @@ def compare_with_previous(selections: pd.DataFrame, previous_selections: pd.Data
                 continue
             per_k[int(k)] = compare_selections(before.sort_values("rank")["feature_name"].astype(str).tolist(),
                                                group.sort_values("rank")["feature_name"].astype(str).tolist())
+            per_k[int(k)]["left_table"] = [n for n in per_k[int(k)]["left"] if n not in present]
         summary.update(previous_version=previous_selections.attrs.get("version"), per_k=per_k)
     k = len(feature_list)
     names = feature_ranking["feature_name"].astype(str).tolist()
     lists = list_stability(feature_list, previous_lists, names)
-    members = member_stability(feature_ranking, k)
-    summary["nogueira"] = {"k": k, "lists": lists, "members": members}
-    summary["history"] = {"carry": bool(history_start.get("carry")), "members": _members_in(feature_ranking),
-                          "note": history_start.get("note")}
+    agreement = member_stability(feature_ranking, k)
+    summary["nogueira"] = {"k": k, "lists": lists, "members": agreement}
+    combined = _members_in(feature_ranking)
+    seen = feature_ranking["members_seen"] if "members_seen" in feature_ranking else None
+    summary["history"] = {"carry": bool(history_start.get("carry")), "method": method, "members": combined,
+                          "kept": MembersConfig.from_dict(members).kept, "note": history_start.get("note"),
+                          "new_features": 0 if seen is None else int((seen < combined).sum())}
+    summary["changes"] = table_changes
+    summary["signal"] = signal(agreement)
     return summary
+
+
+def signal(agreement: dict | None) -> dict | None:
+    """Whether the members agree more than chance: Nogueira's Phi over their first k is 0 for selections no
+    more alike than random ones, so an interval that reaches 0 says the members found no stable signal."""
+    if agreement is None or agreement.get("lower") is None:
+        return None  # an interval needs three members or more
+    return {"phi": agreement["phi"], "lower": agreement["lower"], "upper": agreement["upper"],
+            "members": agreement["selections"], "above_chance": bool(agreement["lower"] > 0)}
 
 
 def _members_in(feature_ranking: pd.DataFrame) -> int:
