@@ -87,9 +87,8 @@ def run_job(job: Job, cells: str) -> list[str]:
     written = []
     if job.iclfs:
         result = chain.run(table, settings)
-        prepared = result.prepared
-    else:
-        prepared = chain.prepare_checked(table, settings)
+    # variance and dispersion select from the table as measured; every cell is scored on the standardized one
+    prepared = chain.prepare_checked(table, settings, keep_measured=True) if job.baselines else result.prepared
     if prepared.labels is None:
         raise ValueError(f"{job.path}: no labels under key 'Y'; the k-means protocol needs class labels")
     X, codes = prepared.standardized, prepared.labels
@@ -105,7 +104,7 @@ def run_job(job: Job, cells: str) -> list[str]:
         grid = chain.k_values_for(settings.selection, X.shape[1])
         for name, (selections, spent) in baseline_selections(
                 X, codes, job.baselines, job.parameters.get("baselines", {}), grid, job.seed,
-                settings.runtime).items():
+                settings.runtime, measured=prepared.measured).items():
             cell = evaluate_cell(X, codes, selections, dataset=job.dataset, method=name, seed=job.seed,
                                  n_runs=n_runs, seconds=spent)
             written.append(str(write_cell(Path(cells), cell_key(job.dataset, name, job.seed), cell)))

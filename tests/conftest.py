@@ -23,10 +23,13 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATASETS = PROJECT_ROOT.parent / "shared" / "datasets"
 
-# Overrides that make a full run take seconds: one 2-epoch run, small k, 3 k-means runs, one thread.
+# Overrides that make a full run take seconds: one 2-epoch run, small k, 3 k-means runs, one thread; with
+# ICLFS_TEST_DEFAULT_THREADS set (CI's serial run of the tests marked `threads`) torch's default thread count, so
+# the code paths of two threads or more (the warm-up) run too.
+DEFAULT_THREADS = bool(os.environ.get("ICLFS_TEST_DEFAULT_THREADS"))
 FAST_OVERRIDES = {
     "training": {"epochs": 2},
-    "runtime": {"progress": False, "num_threads": 1},
+    "runtime": {"progress": False, **({} if DEFAULT_THREADS else {"num_threads": 1})},
     "members": {"per_run": 1},
     "selection": {"k": 5, "k_values": [5, 10]},
     "evaluation": {"n_runs": 3},

@@ -21,6 +21,12 @@ def table():
     return make_synthetic(n_samples=40, n_classes=2, n_informative=6, n_redundant=4, n_noise=30, seed=3)
 
 
+def data_for(method: str, table) -> np.ndarray:
+    """The table, moved to nonnegative values for a method that needs them (dispersion)."""
+    X = np.asarray(table.X, dtype=np.float64)
+    return X - X.min() if baselines.REGISTRY[method].nonnegative else X
+
+
 def selector(method: str, k=5, **kwargs) -> BaselineSelector:
     return BaselineSelector(method, k, n_clusters=2, options=QUICK.get(method), device="cpu", num_threads=1,
                             **kwargs)
@@ -28,28 +34,31 @@ def selector(method: str, k=5, **kwargs) -> BaselineSelector:
 
 @pytest.mark.parametrize("method", METHODS)
 def test_each_method_selects_exactly_k_the_registry_s_selection_and_repeats_it(table, method):
-    fitted = selector(method).fit(table.X)
+    data = data_for(method, table)
+    fitted = selector(method).fit(data)
     assert len(set(fitted.selected_features_.tolist())) == 5 == fitted.support_.sum()
     assert set(np.flatnonzero(fitted.ranking_ == 1)) == set(fitted.selected_features_.tolist())
     assert sorted(fitted.ranking_[fitted.ranking_ > 1].tolist()) == list(range(2, 41 - 5 + 1))
-    X = prepare(FeatureTable(X=table.X)).standardized  # the same code as the benchmark and select
+    prepared = prepare(FeatureTable(X=data), keep_measured=True)  # the same code as the benchmark and select
     # the selector's thread count: CAE and LS-CAE are bit-repeatable only at the same one
-    direct = baselines.run(method, X, [5], n_clusters=2, seed=42, options=QUICK.get(method),
-                           runtime=RuntimeConfig(device="cpu", num_threads=1, progress=False))
+    direct = baselines.run(method, prepared.standardized, [5], n_clusters=2, seed=42, options=QUICK.get(method),
+                           runtime=RuntimeConfig(device="cpu", num_threads=1, progress=False),
+                           measured=prepared.measured)
     np.testing.assert_array_equal(fitted.selected_features_, direct.selections[5])
-    again = selector(method).fit(table.X)
+    again = selector(method).fit(data)
     np.testing.assert_array_equal(fitted.selected_features_, again.selected_features_)
-    assert fitted.transform(table.X).shape == (40, 5)
+    assert fitted.transform(data).shape == (40, 5)
 
 
 @pytest.mark.parametrize("method", METHODS)
 def test_each_method_s_selection_equals_the_chain_run_with_the_same_settings(table, method):
     """BaselineSelector is iclfs.chain.run with selection.method, k and n_clusters, and the runtime it is given."""
-    fitted = selector(method, random_state=3).fit(table.X)
+    data = data_for(method, table)
+    fitted = selector(method, random_state=3).fit(data)
     n_clusters = 2 if baselines.REGISTRY[method].needs_clusters else None
     settings = Settings(seed=3, runtime=RuntimeConfig(device="cpu", num_threads=1, progress=False),
                         selection=SelectionConfig(k=5, k_values=(5,), method=method, n_clusters=n_clusters))
-    result = chain.run(FeatureTable(X=table.X), settings, options=QUICK.get(method))
+    result = chain.run(FeatureTable(X=data), settings, options=QUICK.get(method))
     np.testing.assert_array_equal(fitted.selected_features_, result.selected)
     np.testing.assert_array_equal(fitted.scores_, result.ranking.scores)
     assert fitted.seed_ == result.continuation.seed == 3
@@ -63,7 +72,7 @@ def test_each_method_s_selection_equals_the_chain_run_with_the_same_settings(tab
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"method": "iclfs"}, r"ICLFS is ICLFSSelector\), got 'iclfs'$"),
-    ({"method": "ndsf"}, r"method must be one of ls, spec, mcfs, ndfs, cae, lscae .*got 'ndsf' "
+    ({"method": "ndsf"}, r"method must be one of ls, spec, mcfs, ndfs, cae, lscae, variance, dispersion .*got 'ndsf' "
                          r"\(did you mean 'ndfs'\?\)"),
     ({"method": "lss"}, r"\(did you mean 'ls'\?\)"),
     ({"method": "mcfs", "n_clusters": None}, "needs the number of clusters"),

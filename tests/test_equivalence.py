@@ -1,7 +1,8 @@
 """One chain: the selector, ``iclfs.chain.run`` and ``kedro run --pipelines select`` give the same lists and scores.
 
 On one tiny table, bit for bit: a first run, a carried second and third run (``partial_fit`` for the
-selector; each refresh on its own subset of the samples), and one run of another method (NDFS). The three
+selector; each refresh on its own subset of the samples), one run of another method (NDFS), and one of
+variance, which reads the table before standardization. The three
 entry points read the same file through the project's reader, so they start from the same values.
 """
 
@@ -57,6 +58,10 @@ def kedro_runs(files, tmp_path_factory):
                 runtime_params={"input": str(files[0]), "data_source": "eq_ndfs",
                                 "selection": {"method": "ndfs", "n_clusters": 2}})
     out["ndfs"] = _artifacts(root, "eq_ndfs")
+    run_session(root, pipeline_names=["select"],
+                runtime_params={"input": str(files[0]), "data_source": "eq_variance",
+                                "selection": {"method": "variance"}})
+    out["variance"] = _artifacts(root, "eq_variance")
     return out
 
 
@@ -132,5 +137,22 @@ def test_another_method_gives_the_same_list_and_scores_through_every_entry_point
     table = read_feature_table(files[0])
     frame = pd.DataFrame(np.asarray(table.X, dtype=np.float64), columns=list(table.feature_names))
     selector = BaselineSelector("ndfs", K, n_clusters=2, random_state=SEED).fit(frame)
+    assert list(frame.columns[selector.selected_features_]) == _names(result)[K]
+    np.testing.assert_array_equal(selector.scores_, result.ranking.scores)
+
+
+def test_variance_reads_the_table_as_measured_through_every_entry_point(files, kedro_runs):
+    table = read_feature_table(files[0])
+    raw = np.asarray(table.X, dtype=np.float64)
+    expected = raw.var(axis=0, ddof=1)  # the variance standardizing would set to 1
+    settings = Settings.from_parameters({**PARAMETERS, "selection": {**PARAMETERS["selection"], "method": "variance"}})
+    result = chain.run(table, settings)
+    np.testing.assert_allclose(result.ranking.scores, expected, rtol=1e-12)
+    kedro = kedro_runs["variance"]
+    assert kedro["lists"] == _names(result)
+    np.testing.assert_array_equal(kedro["scores"], result.ranking.scores)
+    assert kedro["lists"][K] == [table.feature_names[j] for j in np.argsort(-expected, kind="stable")[:K]]
+    frame = pd.DataFrame(raw, columns=list(table.feature_names))
+    selector = BaselineSelector("variance", K).fit(frame)
     assert list(frame.columns[selector.selected_features_]) == _names(result)[K]
     np.testing.assert_array_equal(selector.scores_, result.ranking.scores)

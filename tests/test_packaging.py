@@ -50,7 +50,8 @@ def test_packaged_project_runs_select_on_the_default_data(tmp_path):
     assert len(list((output / "feature_list.csv").glob("*/*.csv"))) == 2
     from iclfs.io.datasets import MemberHistoryView
 
-    history = MemberHistoryView(filepath=str(output / "member_history.npz"), data_source="synthetic").load()
+    history = MemberHistoryView(filepath=str(output / "member_history.npz"),
+                                data_source="synthetic").load().of("iclfs")
     assert len(history.members) == 2 and history.problem is None
     assert (workdir / "mlflow.db").exists()
     imported = subprocess.run([sys.executable, "-c", "import iclfs, sys; print(iclfs.__file__)"], cwd=workdir,

@@ -22,7 +22,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from iclfs import chain
-from iclfs.method._config import SECTIONS, RuntimeConfig, SelectionConfig, Settings, closest
+from iclfs.method._config import SECTIONS, ParameterError, RuntimeConfig, SelectionConfig, Settings, closest
 from iclfs.method._preprocessing import MIN_SAMPLES, FeatureTable, as_numeric_matrix, validate_shape
 from iclfs.method._ranking import MemberHistory
 from iclfs.method._runtime import resolve_device
@@ -313,14 +313,17 @@ class ICLFSSelector(_Selector):
             "runtime": {"device": self.device, "progress": bool(self.progress)},
         }
         sections = {}
-        for name, section in SECTIONS.items():
-            options = given.get(name)
-            if options is not None and not isinstance(options, Mapping):
-                raise TypeError(f"settings[{name!r}] must be a dict, got {type(options).__name__}")
-            owners = sorted({_OWN_PARAMETERS[(name, key)] for key in set(options or ()) & set(own.get(name, ()))})
-            sections[name] = section.from_dict(options, f"settings['{name}']", fixed=own.get(name),
-                                               fixed_by=" and ".join(owners) or "the ICLFSSelector parameter")
-        return Settings(seed=seed, **sections)
+        try:
+            for name, section in SECTIONS.items():
+                options = given.get(name)
+                if options is not None and not isinstance(options, Mapping):
+                    raise TypeError(f"settings[{name!r}] must be a dict, got {type(options).__name__}")
+                owners = sorted({_OWN_PARAMETERS[(name, key)] for key in set(options or ()) & set(own.get(name, ()))})
+                sections[name] = section.from_dict(options, f"settings['{name}']", fixed=own.get(name),
+                                                   fixed_by=" and ".join(owners) or "the ICLFSSelector parameter")
+            return Settings(seed=seed, **sections)
+        except ParameterError as err:
+            raise ParameterError(_in_python(str(err))) from None
 
     # -- fitting ----------------------------------------------------------
 
@@ -418,6 +421,21 @@ class ICLFSSelector(_Selector):
                               for b, r in enumerate(m.results) for row in r.history]
 
 
+def _in_python(message: str) -> str:
+    """A settings message as the selector's user writes the fix: its parameters by their names in Python
+    (``members.per_run`` is ``ICLFSSelector(members=...)``), every other key as ``settings={...}``."""
+    import re
+
+    def spelled(found: re.Match) -> str:
+        section, key = found.group(1), found.group(2)
+        own = _OWN_PARAMETERS.get((section, key))
+        return own if own else f"settings={{'{section}': {{'{key}': ...}}}}"
+
+    names = "|".join(SECTIONS)
+    message = re.sub(rf"\bparameter ({names})\.(\w+) = ", lambda m: f"{spelled(m)}: the value ", message)
+    return re.sub(rf"(?<![\w'])({names})\.(\w+)\b", spelled, message)
+
+
 def _ranks_of(order: np.ndarray, n_features: int) -> np.ndarray:
     """Each feature's rank (1 = best) in ``order``; 0 for a feature a kept member did not see."""
     ranks = np.zeros(n_features, dtype=np.int64)
@@ -426,18 +444,20 @@ def _ranks_of(order: np.ndarray, n_features: int) -> np.ndarray:
 
 
 class BaselineSelector(_Selector):
-    """Unsupervised feature selection by another method of the library: LS, SPEC, MCFS, NDFS, CAE or LS-CAE.
+    """Unsupervised feature selection by another method of the library: LS, SPEC, MCFS, NDFS, CAE, LS-CAE,
+    variance or dispersion.
 
     The same code the benchmark measures and ``select`` runs with
     ``selection.method`` (:func:`iclfs.baselines.run`), on the data
     standardized as ICLFS standardizes it (zero mean, unit variance per
-    feature). ``y`` is never used.
+    feature); variance and dispersion on ``X`` as given, before
+    standardization. ``y`` is never used.
 
     Parameters
     ----------
     method : str, default="ls"
         A method of :data:`iclfs.baselines.REGISTRY` that is not a reference point: ``ls``, ``spec``, ``mcfs``,
-        ``ndfs``, ``cae``, ``lscae`` (``docs/guides/methods.md``).
+        ``ndfs``, ``cae``, ``lscae``, ``variance``, ``dispersion`` (``docs/guides/methods.md``).
     n_features_to_select : int or float, default=50
         k: an int in ``1..n_features``, or a float in (0, 1], the fraction
         ``max(1, int(fraction * n_features))``.

@@ -10,7 +10,10 @@ selectors and the benchmark, in memory) and the Kedro stages of ``select``
 ``tests/test_equivalence.py`` holds them to the same lists and scores, bit for
 bit. Another method of :mod:`iclfs.baselines` (``selection.method``) takes
 the same steps: :func:`train` runs it in place of the members' training, and
-:func:`gate` hands on its own selection.
+:func:`gate` hands on its own selection. The methods that rank what
+standardizing erases (variance, dispersion: ``Baseline.reads_measured``) read
+the table as :func:`prepare` validated it, before standardization
+(``PreparedData.measured``, the Kedro dataset ``measured_data``).
 """
 
 from __future__ import annotations
@@ -50,7 +53,8 @@ def check_runtime(settings: Settings) -> None:
     resolve_precision(settings.runtime.precision, settings.training.schedule, device)
 
 
-def check_for_data(settings: Settings, n_samples: int, n_features: int, source: str = "data") -> list[int]:
+def check_for_data(settings: Settings, n_samples: int, n_features: int, source: str = "data",
+                   options: Mapping | None = None) -> list[int]:
     """Every check of the settings that needs the table's shape, before any training.
 
     ``selection.k`` above d is refused. Entries of ``selection.k_values``
@@ -88,6 +92,7 @@ def check_for_data(settings: Settings, n_samples: int, n_features: int, source: 
         raise ParameterError(f"parameter laplacian.n_neighbors = {settings.laplacian.n_neighbors} is invalid: "
                              f"expected fewer than the {n_samples} samples")
     if settings.selection.method != "iclfs":
+        check_method_for_data(settings, n_samples, options)
         return grid
     training, _ = member_settings(n_samples, settings.training, settings.members)
     largest_block = -(-n_features // blocks)
@@ -97,11 +102,44 @@ def check_for_data(settings: Settings, n_samples: int, n_features: int, source: 
     return grid
 
 
-def prepare_checked(table: FeatureTable, settings: Settings) -> PreparedData:
-    """Validate and standardize ``table``, and check ``settings`` against its shape (nothing is written)."""
-    prepared = prepare(table)
-    check_for_data(settings, *prepared.standardized.shape, source=table.source)
+def check_method_for_data(settings: Settings, n_samples: int, options: Mapping | None = None) -> None:
+    """Another method's settings against the table's samples: its clusters and its neighbours fewer than them."""
+    entry = baselines.baseline(settings.selection.method)
+    clusters = settings.selection.n_clusters
+    if entry.needs_clusters and clusters is not None and clusters >= n_samples:
+        raise ParameterError(f"parameter selection.n_clusters = {clusters} is invalid: {entry.name} needs fewer "
+                             f"clusters than the {n_samples} samples")
+    neighbours = getattr(baselines.options_of(entry.key, options), "n_neighbors", None)
+    if neighbours is not None and neighbours >= n_samples:
+        raise ParameterError(f"parameter baselines.{entry.key}.n_neighbors = {neighbours} is invalid: expected "
+                             f"fewer than the {n_samples} samples")
+
+
+def prepare_checked(table: FeatureTable, settings: Settings, options: Mapping | None = None,
+                    keep_measured: bool = False) -> PreparedData:
+    """Validate and standardize ``table``, and check ``settings`` (and another method's ``options``) against its
+    shape (nothing is written). The table as measured is kept (``PreparedData.measured``) for a method that
+    reads it, or for every method with ``keep_measured``."""
+    method = settings.selection.method
+    entry = None if method == "iclfs" else baselines.baseline(method)
+    prepared = prepare(table, keep_measured=keep_measured or (entry is not None and entry.reads_measured))
+    check_for_data(settings, *prepared.standardized.shape, source=table.source, options=options)
+    if entry is not None and entry.nonnegative:
+        _check_nonnegative(prepared, entry.name, table.source)
     return prepared
+
+
+def _check_nonnegative(prepared: PreparedData, method: str, source: str) -> None:
+    negative = prepared.measured < 0
+    count = int(np.count_nonzero(negative))
+    if count:
+        row, column = np.argwhere(negative)[0]
+        raise DataValidationError(
+            f"{source}: {method} needs nonnegative values (counts, or expression on its linear scale, not "
+            f"log-ratios or centred values), but {count} value(s) are negative, the first in feature "
+            f"{prepared.feature_names[column]!r} (column {column}), sample row {row}: "
+            f"{prepared.measured[row, column]:g}. Pass the table before any centring or log-ratio, or use the "
+            "method variance, which takes any values")
 
 
 @dataclass
@@ -137,7 +175,7 @@ def as_members(scores: np.ndarray, seeds: Sequence[int], seconds: Sequence[float
 
 def train(standardized: np.ndarray, feature_names: Sequence[str], settings: Settings, seed: int,
           grid: Sequence[int], options: Mapping | None = None,
-          trainings: list[MemberTraining] | None = None) -> Trained:
+          trainings: list[MemberTraining] | None = None, measured: np.ndarray | None = None) -> Trained:
     """The training step: this run's members, ICLFS's or another method's, at ``seed``.
 
     Parameters
@@ -153,11 +191,14 @@ def train(standardized: np.ndarray, feature_names: Sequence[str], settings: Sett
         Another method's options (conf's ``baselines.<method>``).
     trainings : list of MemberTraining, optional
         ICLFS members trained elsewhere (on a Dask cluster) at this seed.
+    measured : ndarray of shape (n_samples, n_features), optional
+        The table before standardization, which variance and dispersion read (``PreparedData.measured``).
     """
     method = settings.selection.method
     if method != "iclfs":
         result = baselines.run(method, standardized, list(grid), n_clusters=settings.selection.n_clusters,
-                            seed=seed, runtime=settings.runtime.replace(progress=False), options=options)
+                            seed=seed, runtime=settings.runtime.replace(progress=False), options=options,
+                            measured=measured)
         scores = np.zeros(len(feature_names)) if result.scores is None else result.scores
         return Trained(as_members(scores, [seed], [0.0], feature_names, method), [],
                        {int(k): np.asarray(v, dtype=np.int64) for k, v in result.selections.items()},
@@ -224,7 +265,7 @@ def run(table: FeatureTable, settings: Settings | None = None, history: MemberHi
         Another method's options (conf's ``baselines.<method>``).
     """
     settings = settings or Settings()
-    prepared = prepare_checked(table, settings)
+    prepared = prepare_checked(table, settings, options)
     d = prepared.standardized.shape[1]
     grid = k_values_for(settings.selection, d)
     names = list(prepared.feature_names)
@@ -232,7 +273,8 @@ def run(table: FeatureTable, settings: Settings | None = None, history: MemberHi
     continuation = start(history, names, settings.seed, settings.members, method)
     if continuation.note is not None:
         LOGGER.warning("%s", continuation.note)
-    trained = train(prepared.standardized, names, settings, continuation.seed, grid, options)
+    trained = train(prepared.standardized, names, settings, continuation.seed, grid, options,
+                    measured=prepared.measured)
     laplacian = laplacian_scores(prepared.standardized, n_neighbors=settings.laplacian.n_neighbors)
     fingerprint = table.fingerprint() if continuation.history is not None else ""
     ranking, kept = rank(trained.members, names, laplacian, settings.members, grid, continuation.history,

@@ -19,19 +19,20 @@ import click
 import yaml
 from kedro.framework.cli.project import run as kedro_run
 
+from iclfs.baselines import METHODS
 from iclfs.io._tables import TableReadError
-from iclfs.method._config import ParameterError
+from iclfs.method._config import ParameterError, split_overrides
 from iclfs.method._preprocessing import DataValidationError
 from iclfs.method._runtime import ResourceLimitError
 from iclfs.pipelines._hooks import OutputNotWritableError
 from iclfs.pipelines._logs import plain_off_terminal
 from iclfs.pipelines._resolvers import DataSourceError
-from iclfs.pipelines._runs import RunRecordError
+from iclfs.pipelines._runs import RunRecordError, RunStopped
 from iclfs.pipelines._tracking import TrackingUnavailableError
 
 #: Errors that are about what the user gave, not about the code: their message is the whole story.
 USER_ERRORS = (DataValidationError, ParameterError, TableReadError, DataSourceError, OutputNotWritableError,
-               TrackingUnavailableError, ResourceLimitError, RunRecordError)
+               TrackingUnavailableError, ResourceLimitError, RunRecordError, RunStopped)
 ERROR_LOG = Path("logs") / "last_error.log"
 POINTER = ("What to do: README.md, 'When something goes wrong'. Full traceback: {log} "
            "(or run again with --verbose).")
@@ -86,12 +87,61 @@ def _with_own_options(params: dict | None, own: dict) -> dict:
     return params
 
 
+class EntryError(click.UsageError):
+    """An environment or a pipeline that does not exist; the message names the ones that do."""
+
+
+def environments(conf_source: str | None) -> list[str] | None:
+    """The Kedro environments of the conf: its folders (or a conf archive's); None when it cannot be read."""
+    import tarfile
+    import zipfile
+
+    source = Path(conf_source or "conf")
+    try:
+        if source.is_dir():
+            return sorted(p.name for p in source.iterdir() if p.is_dir() and not p.name.startswith("."))
+        if tarfile.is_tarfile(source):
+            with tarfile.open(source) as archive:
+                parts = [Path(m.name).parts for m in archive.getmembers() if m.isdir() or m.isfile()]
+        elif zipfile.is_zipfile(source):
+            with zipfile.ZipFile(source) as archive:
+                parts = [Path(name).parts for name in archive.namelist()]
+        else:
+            return None
+    except OSError:
+        return None
+    # an archive holds <conf>/<env>/...: the environments are the second level
+    return sorted({p[1] for p in parts if len(p) > 2})
+
+
+def check_entry(env: str | None, conf_source: str | None, pipelines: list[str]) -> None:
+    """Refuse an environment or a pipeline that does not exist, naming those that do, before any session."""
+    found = environments(conf_source)
+    if env and found is not None and env not in found:
+        from iclfs.method._config import closest
+
+        raise EntryError(f"environment {env!r} is not in {conf_source or 'conf'}{closest(env, found)}: the "
+                         f"environments are {', '.join(found)}")
+    if pipelines:
+        from kedro.framework.project import pipelines as registered
+
+        names = sorted(registered)
+        unknown = [name for name in pipelines if name not in registered]
+        if unknown:
+            from iclfs.method._config import closest
+
+            raise EntryError(f"pipeline {unknown[0]!r} does not exist{closest(unknown[0], names)}: the pipelines "
+                             f"are {', '.join(names)}")
+
+
 def _run(verbose: bool, source: str | None = None, input: str | None = None,  # noqa: A002  (the option's name)
          orientation: str | None = None, method: str | None = None, k: int | None = None, **kwargs):
     plain_off_terminal()  # a scheduler's log: one plain line per record, from the first
     try:
         kwargs["params"] = _with_own_options(kwargs.get("params"), {
             "source": source, "input": input, "orientation": orientation, "method": method, "k": k})
+        check_entry(kwargs.get("env"), kwargs.get("conf_source"),
+                    [*(kwargs.get("pipelines") or ()), *([kwargs["pipeline"]] if kwargs.get("pipeline") else [])])
         return kedro_run.callback(**kwargs)
     except Exception as err:  # noqa: BLE001  (sorted below: user errors get one message, bugs re-raise)
         problem = user_problem(err)
@@ -105,12 +155,25 @@ def _run(verbose: bool, source: str | None = None, input: str | None = None,  # 
 
 
 def _readable_params(option: click.Parameter) -> click.Parameter:
-    """Kedro's ``--params``, whose values YAML cannot read are refused in one line naming the item."""
+    """Kedro's ``--params``, with a list kept whole (``selection.k_values=[50,100]``, where Kedro splits at
+    every comma), and values YAML cannot read refused in one line naming the item."""
     parse = option.callback
+
+    def split(ctx: click.Context, param: click.Parameter, value: object) -> object:
+        if not (isinstance(value, str) and ("[" in value or "{" in value)):
+            return parse(ctx, param, value)
+        from omegaconf import OmegaConf
+
+        items = [item.strip() for item in split_overrides(value) if item.strip()]
+        for item in items:
+            if not item.partition("=")[0].strip() or "=" not in item:
+                ctx.fail(f"Invalid format of `{param.name}` option: Item `{item}` must contain a key and a value "
+                         "separated by `=`.")
+        return OmegaConf.to_container(OmegaConf.from_dotlist(items))
 
     def callback(ctx: click.Context, param: click.Parameter, value: object) -> object:
         try:
-            return parse(ctx, param, value)
+            return split(ctx, param, value)
         except yaml.YAMLError as err:
             problem = str(err).splitlines()[0]
             raise click.BadParameter(
@@ -122,13 +185,13 @@ def _readable_params(option: click.Parameter) -> click.Parameter:
     return copy
 
 
-HELP = """Run a pipeline of iclfs: by default all of them; `--pipelines select` is the production refresh.
+HELP = """Run a pipeline of iclfs: by default `select`, the production refresh (every stage, validation to report).
 
 \b
 A data source declared in conf (parameters_sources.yml) runs by name:
-  iclfs --pipelines select --source expr
+  iclfs --source expr
 A file runs once, without a declaration:
-  iclfs --pipelines select --input data/01_raw/expr.tsv --orientation features_in_rows
+  iclfs --input data/01_raw/expr.tsv --orientation features_in_rows
 Every setting is a --params key (docs/guides/configuration.md); --method and --k are
 selection.method and selection.k. The list is then in data/latest/<source>/<method>/.
 """
@@ -142,8 +205,7 @@ run = click.Command(
                                        ".h5ad, .mat; compressed too)."),
         click.Option(["--orientation"], type=click.Choice(["samples_in_rows", "features_in_rows"]),
                      help="features_in_rows for a genes x samples file (default: samples_in_rows)."),
-        click.Option(["--method"], help="The method: iclfs (default), ls, spec, mcfs, ndfs, cae, lscae, ... "
-                                        "(selection.method)."),
+        click.Option(["--method"], help=f"The method: {', '.join(METHODS)} (selection.method; default iclfs)."),
         click.Option(["--k"], type=click.IntRange(min=1), help="The number of features on the list (selection.k)."),
         *(_readable_params(p) if p.name == "params" else p for p in kedro_run.params),
         click.Option(["--verbose"], is_flag=True, help="On a refused run, print the full traceback too."),
@@ -175,14 +237,18 @@ def dag(source: str, env: str, target_dir: str) -> None:
             raise
         click.secho(f"Error: {problem}", err=True, fg="red")
         sys.exit(1)
-    click.echo(f"wrote {path}: the DAG {path.stem!r} refreshes {source!r} ({'; '.join(_schedule_of(path))})")
+    click.echo(f"wrote {path}: the DAG {path.stem!r} refreshes {source!r} ({_schedule_of(path)})")
 
 
-def _schedule_of(path: Path) -> list[str]:
-    import re
+def _schedule_of(path: Path) -> str:
+    """The schedule the written DAG holds, as the user reads it."""
+    import ast
 
-    found = re.search(r"schedule=(\"[^\"]*\")", path.read_text())
-    return [f"schedule {found.group(1)}"] if found else []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.keyword) and node.arg == "schedule" and isinstance(node.value, ast.Constant):
+            schedule = node.value.value
+            return "no schedule: it runs when triggered" if schedule is None else f'schedule "{schedule}"'
+    return "schedule unknown"
 
 
 @click.group(name="iclfs")

@@ -1,4 +1,5 @@
-"""The project's pipelines: one per ICLFS stage, chained in ``__default__``; the benchmark per dataset."""
+"""The project's pipelines: one per ICLFS stage, chained in ``select`` (also ``__default__``: ``kedro run``, the
+packaged job and the Airflow DAG run the same path); the benchmark per dataset."""
 
 from __future__ import annotations
 
@@ -66,10 +67,10 @@ def benchmark_datasets(conf: Path | None = None) -> tuple[str, ...]:
 
 
 def register_pipelines() -> dict[str, Pipeline]:
-    """Every stage by name, ``select`` (the production path), ``__default__`` (all of them) and the benchmark."""
+    """Every stage by name, ``select`` (the production path, also ``__default__``) and the benchmark."""
     pipelines = {name: module.create_pipeline() for name, module in STAGES.items()}
     pipelines["select"] = sum((pipelines[name] for name in SELECT), Pipeline([]))
-    pipelines["__default__"] = sum((pipelines[name] for name in STAGES), Pipeline([]))
+    pipelines["__default__"] = pipelines["select"]
     datasets = benchmark_datasets()
     with warnings.catch_warnings():
         # Kedro warns about dotted names made outside a namespace; the report reads no such name.

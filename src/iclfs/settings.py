@@ -7,8 +7,9 @@ from iclfs.pipelines._resolvers import data_source
 from iclfs.pipelines._runs import RunRecordHook
 from iclfs.pipelines._tracking import TrackingHook
 
-HOOKS = (PlainLogsHook(), ParameterCheckHook(), OutputPreflightHook(), TrackingHook(), RunRecordHook(), RunSummaryHook())
-# The project opens its own MLflow run (iclfs.pipelines._tracking); kedro-mlflow's hooks, if installed, stay off.
+HOOKS = (PlainLogsHook(), ParameterCheckHook(), OutputPreflightHook(), TrackingHook(), RunRecordHook(),
+         RunSummaryHook())
+# The project opens its own MLflow run (pipelines/_tracking.py); kedro-mlflow's hooks, if installed, stay off.
 DISABLE_HOOKS_FOR_PLUGINS = ("kedro-mlflow", "kedro_mlflow")
 
 CONFIG_LOADER_CLASS = ProjectConfigLoader

@@ -87,6 +87,9 @@ def test_a_run_writes_one_cell_per_method_and_seed(grid):
     for name in expected:
         table = pd.read_csv(grid / "cells" / name, keep_default_na=False, na_values=[""])
         assert list(table.columns) == RESULT_COLUMNS
+        if name.startswith("COIL20/dispersion/"):
+            assert table.empty  # the tiny table has negative values: dispersion refuses it, and the cell says so
+            continue
         assert len(set(zip(table["dataset"], table["method"], table["seed"], strict=True))) == 1
         assert (table["dataset"] == "COIL20").all() and name.endswith(f"seed_{table['seed'].iloc[0]}.csv")
     cell = pd.read_csv(grid / "cells" / f"{cell_key('COIL20', iclfs, 42)}.csv")

@@ -177,8 +177,8 @@ def test_the_selection_section_shows_each_size_and_its_failures():
     assert "## The default selection" not in speed.render(_report())  # no selection measured, no section
 
 
-@pytest.mark.parametrize("method", ["ndfs", "lscae"])
-def test_the_method_worker_times_a_selection_and_the_section_judges_ten_minutes(method):
+@pytest.mark.parametrize("method, target", [("ndfs", 600), ("lscae", 600), ("variance", 1), ("dispersion", 1)])
+def test_the_method_worker_times_a_selection_and_the_section_judges_its_target(method, target):
     result = speed.method_worker(method, "60x12", "5,10", "cpu")
     assert (result["method"], result["d"], result["n"], result["k"]) == (method, 60, 12, "5,10")
     assert result["seconds"] > 0 and result["peak_rss_bytes"] > 0
@@ -187,8 +187,8 @@ def test_the_method_worker_times_a_selection_and_the_section_judges_ten_minutes(
     report["methods"] = [result, {**result, "method": "cae", "name": "CAE", "seconds": 700.0},
                          {"method": "mcfs", "shape": "60x12", "k": "5", "error": ["MemoryError"]}]
     section = speed.render(report).split("## Every method on a wide table")[1]
-    assert f"| {result['name']} | 60 x 12 | 5,10 |" in section and section.count("| yes |") == 1
-    assert "| CAE | 60 x 12 | 5,10 | 700 |" in section and section.count("| no |") == 1
+    assert f"| {result['name']} | 60 x 12 | 5,10 |" in section and section.count(f"| yes (< {target} s) |") == 1
+    assert "| CAE | 60 x 12 | 5,10 | 700 |" in section and section.count("| no (< 600 s) |") == 1
     assert "| mcfs | 60x12 | 5 | failed: " in section
 
 

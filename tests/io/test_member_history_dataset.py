@@ -61,12 +61,29 @@ def test_nothing_is_written_without_a_new_member_and_versions_are_never_rewritte
         dataset(tmp_path, "v1").save(grown(MemberHistory(afresh=True), 5))
 
 
-def test_head_names_the_newest_history_and_a_missing_head_falls_back_to_the_newest_version(tmp_path):
+def test_the_head_is_the_version_that_holds_the_most_runs_whatever_its_name(tmp_path):
     dataset(tmp_path, "v2").save(grown(view(tmp_path).load().of('iclfs'), 1))
     dataset(tmp_path, "v1").save(grown(view(tmp_path).load().of('iclfs'), 2))  # an older run id that saved later
-    assert view(tmp_path).load().of('iclfs').version == "v1" and len(view(tmp_path).load().of('iclfs').members) == 2
-    (tmp_path / "member_history.npz" / "iclfs" / ".head").unlink()
-    assert view(tmp_path).load().of('iclfs').version == "v2"
+    head = view(tmp_path).load().of('iclfs')
+    assert head.version == "v1" and [m.seed for m in head.members] == [1, 2]
+    assert not (tmp_path / "member_history.npz" / "iclfs" / ".head").exists()  # no pointer to go stale
+
+
+@pytest.mark.parametrize("pointer", ["binary", "folder", "older", "missing"])
+def test_a_damaged_pointer_an_earlier_version_wrote_never_blocks_and_is_named(tmp_path, pointer):
+    """.head, written by earlier versions: not UTF-8, a folder, naming an older or a missing version."""
+    from iclfs.io.datasets._member_history_dataset import HEAD
+
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load().of('iclfs'), 1))
+    dataset(tmp_path, "v2").save(grown(view(tmp_path).load().of('iclfs'), 2))
+    head = tmp_path / "member_history.npz" / "iclfs" / HEAD
+    {"binary": lambda: head.write_bytes(b"\xff\xfe\x00garbage"), "folder": lambda: head.mkdir(),
+     "older": lambda: head.write_text("v1"), "missing": lambda: head.write_text("v9")}[pointer]()
+    history = view(tmp_path).load().of('iclfs')
+    assert history.version == "v2" and [m.seed for m in history.members] == [1, 2]  # the newest, whole
+    assert any(str(head) in note and "not used" in note for note in history.notes)
+    dataset(tmp_path, "v3").save(grown(history, 3))  # and a run stores past it
+    assert [m.seed for m in view(tmp_path).load().of('iclfs').members] == [1, 2, 3]
 
 
 def test_an_unreadable_version_or_another_sources_history_is_a_problem_not_a_crash(tmp_path):
@@ -79,9 +96,21 @@ def test_an_unreadable_version_or_another_sources_history_is_a_problem_not_a_cra
 
 def test_a_run_that_starts_afresh_does_not_merge_and_becomes_head(tmp_path):
     dataset(tmp_path, "v1").save(grown(view(tmp_path).load().of('iclfs'), 1))
-    dataset(tmp_path, "v2").save(grown(MemberHistory(data_source="t", afresh=True), 9))
+    dataset(tmp_path, "v2").save(grown(MemberHistory(data_source="t", afresh=True, version="v1"), 9))  # set v1 aside
     head = view(tmp_path).load().of('iclfs')
     assert head.version == "v2" and [m.seed for m in head.members] == [9]
+
+
+def test_a_run_that_starts_afresh_keeps_what_another_run_stored_since_it_read(tmp_path):
+    """Two overlapping runs on tables that share no name: the second sets the history aside, the first's member
+    (stored after the second read) stays."""
+    dataset(tmp_path, "v1").save(grown(view(tmp_path).load().of('iclfs'), 1))
+    aside = view(tmp_path).load().of('iclfs')  # the second run reads v1, then sets it aside
+    dataset(tmp_path, "v2").save(grown(view(tmp_path).load().of('iclfs'), 2))  # the first run stores meanwhile
+    dataset(tmp_path, "v3").save(grown(MemberHistory(data_source="t", afresh=True, version=aside.version), 9,
+                                       names=["p", "q"]))
+    head = view(tmp_path).load().of('iclfs')
+    assert head.version == "v3" and [m.seed for m in head.members] == [2, 9]
 
 
 def test_the_later_writer_merges(tmp_path):
@@ -137,8 +166,8 @@ def test_two_processes_writing_at_once_lose_no_member(tmp_path):
     assert sorted(m.index for m in head.members) == [0, 1, 2, 3] and head.runs == 4
 
 
-def test_discarding_a_failed_runs_version_keeps_head_on_a_version_that_exists(tmp_path):
-    from iclfs.io.datasets._member_history_dataset import HEAD, LOCK
+def test_discarding_a_failed_runs_version_reads_the_version_before_it(tmp_path):
+    from iclfs.io.datasets._member_history_dataset import LOCK
 
     root = tmp_path / "member_history.npz"
     folder = root / "iclfs"  # one folder per method
@@ -148,11 +177,12 @@ def test_discarding_a_failed_runs_version_keeps_head_on_a_version_that_exists(tm
     failed = MemberHistoryDataset(filepath=str(root), data_source="t",
                                   version=Version(None, "2026-01-02T00.00.00.000Z"))
     failed.save(first.load().of('iclfs').add_run([member(2, ["a", "b"], [0.1, 0.2])], 64))
-    assert (folder / HEAD).read_text() == "2026-01-02T00.00.00.000Z"
+    assert first.load().of('iclfs').version == "2026-01-02T00.00.00.000Z"
     assert failed.discard("2026-01-02T00.00.00.000Z") and not (folder / "2026-01-02T00.00.00.000Z").exists()
-    assert (folder / HEAD).read_text() == "2026-01-01T00.00.00.000Z" and len(first.load().of('iclfs').members) == 1
+    back = first.load().of('iclfs')
+    assert back.version == "2026-01-01T00.00.00.000Z" and len(back.members) == 1
     assert first.discard("2026-01-01T00.00.00.000Z")
-    assert not folder.exists()  # no version left: no .head, no lock, no folder
+    assert not folder.exists()  # no version left: no lock, no folder
     assert not failed.discard("2026-01-02T00.00.00.000Z")
     first.save(MemberHistory(data_source="t").add_run([member(3, ["a"], [0.5])], 64))
     assert (folder / LOCK).exists() and len(first.load().of('iclfs').members) == 1  # the lock is made again when needed
@@ -254,3 +284,34 @@ def test_a_history_an_earlier_version_stored_without_a_method_folder_is_read_as_
     assert view(tmp_path).load().of("ndfs").members == ()
     dataset(tmp_path, "v1").save(grown(view(tmp_path).load().of("iclfs"), 4))  # carries on in the same folder
     assert [m.seed for m in view(tmp_path).load().of("iclfs").members] == [3, 4]
+
+
+def test_a_run_that_read_another_running_runs_version_keeps_that_runs_member(tmp_path):
+    """B (started second) stores first; A then reads B's version without B's member (B still runs) and stores:
+    B's member stays, and A's is added to it."""
+    from iclfs.io._liveness import Lease, record_file
+
+    records = tmp_path / "run_record.json"
+
+    def at(version):
+        return MemberHistoryDataset(filepath=str(tmp_path / "member_history.npz"), data_source="t",
+                                    version=Version(None, version), records={"filepath": str(records)})
+
+    first, a, b = "2026-01-01T00.00.00.000Z", "2026-01-02T00.00.00.000Z", "2026-01-02T00.00.01.000Z"
+    at(first).save(at(first).load().of("iclfs").add_run([member(1, ["x", "y"], [0.1, 0.2])], 64))
+    record_file(records, first).parent.mkdir(parents=True)
+    record_file(records, first).write_text("{}")  # the first run completed
+    leases = [Lease(records, a), Lease(records, b)]
+    for lease in leases:
+        lease.take()  # both run now
+    try:
+        at(b).save(at(b).load().of("iclfs").add_run([member(3, ["x", "y"], [0.3, 0.1])], 64))
+        read_by_a = at(a).load().of("iclfs")
+        assert read_by_a.version == b and [m.seed for m in read_by_a.members] == [1]  # B's is not read: B runs
+        at(a).save(read_by_a.add_run([member(2, ["x", "y"], [0.2, 0.3])], 64))
+        stored = at(first).load()._stores.of("iclfs").read(for_use=False)
+        assert sorted(m.seed for m in stored.members) == [1, 2, 3] and stored.runs == 3
+        assert {m.version for m in stored.members} == {first, a, b}
+    finally:
+        for lease in leases:
+            lease.release()

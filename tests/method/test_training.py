@@ -148,6 +148,7 @@ def test_train_tiny_map(schedule):
     assert np.isfinite(h).all() and np.isfinite(z).all()
 
 
+@pytest.mark.threads
 def test_train_changes_parameters():
     d, n = 20, 8
     A = np.random.default_rng(6).normal(size=(d, n)).astype(np.float32)
@@ -160,6 +161,7 @@ def test_train_changes_parameters():
     assert all(changed)
 
 
+@pytest.mark.threads
 def test_train_is_deterministic_for_a_seed():
     d, n = 40, 12
     A = np.random.default_rng(7).normal(size=(d, n)).astype(np.float32)
@@ -311,10 +313,30 @@ def test_training_that_cannot_fit_is_refused_with_the_estimate_and_options():
     paper = estimate_training_memory(50_000, 200, regime, "paper", "literal")
     fast = estimate_training_memory(50_000, 200, regime, "fast", "fused")
     assert paper.total_bytes > 10 * fast.total_bytes  # the d x d buffers dominate the literal loop
-    with pytest.raises(ResourceLimitError, match=r"50000 features x 200 samples .* needs about \d+\.\d GiB on cpu, "
-                                                 r"but only 8\.0 GiB is available\. Options: training.schedule: fast"):
+    with pytest.raises(ResourceLimitError, match=r"50,000 features x 200 samples .* needs about \d+\.\d GiB on cpu, "
+                                                 r"but only 8\.0 GiB is available; the features cost it: .* "
+                                                 r"Options: training.schedule: fast") as refused:
         check_memory(paper, torch.device("cpu"), 50_000, 200, regime, "paper", limit=8 * 2**30)
+    assert "members.subsample" not in str(refused.value)  # no remedy for samples where the features cost
     check_memory(fast, torch.device("cpu"), 50_000, 200, regime, "fast", limit=8 * 2**30)  # fits: no error
+
+
+def test_many_samples_are_named_as_the_cost_with_the_remedies_that_help():
+    """20,000 samples x 50 features: the attention's n x n weights cost it, and the smaller regime does not help."""
+    import torch
+
+    from iclfs.method._model import select_regime
+    from iclfs.method._runtime import ResourceLimitError, check_memory, estimate_training_memory
+
+    regime = select_regime(20_000)
+    estimate = estimate_training_memory(50, 20_000, regime, "fast", "blocked")
+    assert estimate.parameters_bytes > estimate.activations_bytes + estimate.work_bytes
+    with pytest.raises(ResourceLimitError, match=r"the samples cost it: the attention over the 20,000 samples holds "
+                                                 r"20,000 x 20,000 weights") as refused:
+        check_memory(estimate, torch.device("cpu"), 50, 20_000, regime, "fast", limit=8 * 2**30)
+    message = str(refused.value)
+    assert "members.per_run: 2 or more with members.subsample: 0." in message
+    assert "training.regime: small" not in message and "feature_blocks" not in message
 
 
 def test_memory_estimate_counts_the_loss_block_it_is_given():
@@ -405,6 +427,7 @@ def test_fast_step_leaves_the_papers_batchnorm_statistics():
     assert momenta == {0.01}  # restored after the step
 
 
+@pytest.mark.threads
 def test_a_training_on_several_threads_warms_up_once_and_leaves_the_seeded_streams_alone(monkeypatch):
     d, n = 30, 10
     A = np.random.default_rng(3).normal(size=(d, n)).astype(np.float32)

@@ -21,7 +21,7 @@ from iclfs.pipelines.data_processing.nodes import validate_and_standardize
 def first_node(table, parameters):
     """The first node of every run, with the sections it reads."""
     return validate_and_standardize(table, *(parameters[s] for s in ("training", "runtime", "laplacian", "selection",
-                                                         "members")))
+                                                         "members", "baselines")))
 
 RNG = np.random.default_rng(0)
 
@@ -83,6 +83,9 @@ CASES = {
                       r"t.mat: no data matrix under key 'X'; keys found: \['data'\]"),
     "mat with 3-D X": (write_mat({"X": np.ones((8, 6, 2))}), {}, DataValidationError,
                        r"t.mat: the data matrix must be 2-D \(samples x features\), got shape \(8, 6, 2\)"),
+    "negative values for dispersion": (write_csv(frame()), {"method": "dispersion"}, DataValidationError,
+                                       r"t.csv: dispersion needs nonnegative values .* value\(s\) are negative, the "
+                                       r"first in feature 'g\d' \(column \d\), sample row \d+: -"),
     "not a mat file": (write_bytes("t.mat", b"hello"), {}, DatasetError, r"t.mat: not a readable MATLAB .mat file"),
     "missing file": (lambda path: path / "absent.mat", {}, DatasetError, r"absent.mat: file not found"),
 }
@@ -95,6 +98,8 @@ def test_bad_input_is_refused_with_a_message_naming_it(case, tmp_path, fast_para
     if "k_values" in options:
         fast_parameters["selection"] = {**fast_parameters["selection"], "k_values": options["k_values"],
                                          "k": options["k_values"][0]}
+    if "method" in options:
+        fast_parameters["selection"] = {**fast_parameters["selection"], "method": options["method"]}
     with pytest.raises(error, match=message):
         table = FeatureTableDataset(filepath=str(path), label_column=options.get("label_column")).load()
         first_node(table, fast_parameters)

@@ -190,18 +190,19 @@ def test_the_protocol_refuses_unlabelled_data(three_clusters):
         evaluate_iclfs(X, {"classes": [], "codes": []}, {"source": "data/toy.csv"}, _selected([0, 1, 2, 3, 4]),
                        _history(), _parameters())
     with pytest.raises(ValueError, match="needs class labels.*toy.csv has none"):
-        evaluate_baselines(X, {"classes": [], "codes": []}, {"source": "data/toy.csv"}, {"baselines": ["spec"]},
+        evaluate_baselines(X, {"classes": [], "codes": []}, {"source": "data/toy.csv"}, X, {"baselines": ["spec"]},
                            {}, {"k": 5, "k_values": [5]}, {"n_runs": 3}, {}, 0)
 
 
 def test_evaluate_baselines_writes_one_cell_per_baseline(three_clusters):
     X, labels = three_clusters
-    benchmark = {"baselines": ["ls", "spec", "mcfs", "ndfs", "random", "all_features"]}
+    benchmark = {"baselines": ["ls", "spec", "mcfs", "ndfs", "variance", "dispersion", "random", "all_features"]}
     options = {"random": {"rankings": 4}, "mcfs": {"n_neighbors": 5}, "ndfs": {"n_neighbors": 5, "max_iter": 5}}
-    cells = evaluate_baselines(X, labels, {"source": "/data/toy.mat"}, benchmark, options,
+    measured = X - X.min()  # the table before standardization: nonnegative, so dispersion serves it
+    cells = evaluate_baselines(X, labels, {"source": "/data/toy.mat"}, measured, benchmark, options,
                                {"k": 5, "k_values": [5, 10, 50]}, {"n_runs": 3}, {"num_threads": 1}, 42)
-    assert sorted(cells) == ["all-features/seed_42", "ls/seed_42", "mcfs/seed_42", "ndfs/seed_42",
-                             "random/seed_42", "spec/seed_42"]
+    assert sorted(cells) == ["all-features/seed_42", "dispersion/seed_42", "ls/seed_42", "mcfs/seed_42",
+                             "ndfs/seed_42", "random/seed_42", "spec/seed_42", "variance/seed_42"]
     for key, table in cells.items():
         assert list(table.columns) == RESULT_COLUMNS, key
         assert set(table["dataset"]) == {"toy"} and (table["seed"] == 42).all()

@@ -38,7 +38,7 @@ def refresh(project: Path, name: str, names: list[str], draw: int, source: str =
 
 def head(project: Path, source: str = "t"):
     return MemberHistoryView(filepath=str(project / f"data/07_model_output/{source}/member_history.npz"),
-                             data_source=source).load()
+                             data_source=source).load().of("iclfs")
 
 
 def latest(project: Path, artifact: str) -> Path:
@@ -76,7 +76,8 @@ def test_refreshes_carry_their_members_each_with_its_own_seed_and_replay_to_the_
     assert ((0 <= frequency) & (frequency <= 1)).all() and frequency.max() > 0
 
     stability = json.loads(latest(project, "08_reporting/t/selection_stability.json").read_text())
-    assert stability["history"] == {"carry": True, "members": 3, "note": None}
+    assert stability["history"] == {"carry": True, "members": 3, "note": None, "kept": 64, "method": "iclfs",
+                                    "new_features": 0}
     assert stability["nogueira"]["lists"]["selections"] == 3 and stability["nogueira"]["members"]["selections"] == 3
     for key in ("lists", "members"):
         value = stability["nogueira"][key]
@@ -87,7 +88,7 @@ def test_refreshes_carry_their_members_each_with_its_own_seed_and_replay_to_the_
     assert run.data.metrics["members"] == 3
     mlflow.set_tracking_uri(None)
     report = latest(project, "08_reporting/t/run_report.html").read_text()
-    assert "Nogueira" in report and "member history: 3 member(s) combined" in report
+    assert "Nogueira" in report and "member history (iclfs): 3 member(s) combined" in report
 
 
 def test_members_are_aligned_by_name_when_features_come_and_go(tmp_path):
@@ -126,8 +127,9 @@ def test_reset_and_unusable_histories_start_afresh_with_one_message(tmp_path, ca
     assert ("iclfs.summary", "INFO") in said
     assert [m.feature_names[0] for m in head(project).members] == ["h0"]
 
-    stored = latest(project, "07_model_output/t/member_history.npz")
-    stored.write_bytes(b"\x00 a truncated file")
+    store = project / "data/07_model_output/t/member_history.npz/iclfs"  # the iclfs members' versions
+    newest = sorted(p.name for p in store.iterdir() if p.is_dir() and not p.name.startswith("."))[-1]
+    (store / newest / "member_history.npz").write_bytes(b"\x00 a truncated file")
     outcome = kedro(project, f"input={first}", "data_source=t")
     assert "cannot be read" in note_of(outcome) and "Traceback" not in outcome.output
 
@@ -135,12 +137,14 @@ def test_reset_and_unusable_histories_start_afresh_with_one_message(tmp_path, ca
     elsewhere.mkdir(parents=True)
     os.rename(project / "data/07_model_output/t/member_history.npz", elsewhere / "member_history.npz")
     outcome = kedro(project, f"input={first}", "data_source=u")
+    assert outcome.code == 0, outcome.output[-3000:]
     assert "belongs to the data source 't', not 'u'" in json.loads(
         latest(project, "07_model_output/u/history_start.json").read_text())["note"]
 
 
 def test_node_by_node_sessions_as_airflow_runs_them_carry_the_history(tmp_path):
-    """The DAG of `kedro airflow create` runs every node in a session of its own: the history still grows."""
+    """Every node in a session of its own (`kedro run --nodes`, or a scheduler running a task per node): the
+    history still grows."""
     from kedro.framework.session import KedroSession
     from kedro.framework.startup import bootstrap_project
 
@@ -165,23 +169,25 @@ def test_node_by_node_sessions_as_airflow_runs_them_carry_the_history(tmp_path):
 
 
 def test_two_runs_on_one_data_source_at_once_lose_no_member(tmp_path):
-    """Both runs read the history and train; the test holds the history's lock until both wait on it."""
+    """Both runs reserve their member numbers and train; the test holds the history's lock from then until both
+    have ranked, so each reads the history before the other stores it."""
     project = project_at(tmp_path / "project", CARRY)
     assert kedro(project, f"input={refresh(project, 'r0.csv', GENES, 0)}", "data_source=t").code == 0
-    folder = project / "data/07_model_output/t/member_history.npz"
-    with open(folder / ".lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        runs = [start(project, f"input={refresh(project, f'r{r}.csv', GENES, r)}", "data_source=t")
-                for r in (1, 2)]
-        try:
+    folder = project / "data/07_model_output/t/member_history.npz/iclfs"  # the iclfs members' store
+    runs = [start(project, f"input={refresh(project, f'r{r}.csv', GENES, r)}", "data_source=t") for r in (1, 2)]
+    try:
+        for run in runs:  # both have reserved their numbers (under the lock), and train
+            wait_for(lambda: len(list((folder / ".reserved").glob("*"))) == 2, run, timeout=300)
+        with open(folder / ".lock", "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
             for run in runs:  # each has saved its ranking and now waits to save its history
                 wait_for(lambda: len(Outcome(0, "", project).versions("07_model_output/t/feature_ranking.csv")) == 3,
                          run, timeout=300)
-        except BaseException:
-            for run in runs:
-                os.killpg(run.pid, signal.SIGKILL)
-            raise
-        fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    except BaseException:
+        for run in runs:
+            os.killpg(run.pid, signal.SIGKILL)
+        raise
     assert [run.wait(timeout=300) for run in runs] == [0, 0]
     history = head(project)
     assert len(history.members) == 3 and history.runs == 3  # the first run's member and both of theirs

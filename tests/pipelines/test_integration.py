@@ -24,7 +24,6 @@ def test_default_run_writes_versioned_artifacts_and_an_mlflow_run(project):
     outputs = {
         "03_primary/synthetic/standardized_data.npy",
         "05_model_input/synthetic/inverted_data.npy",
-        "02_intermediate/synthetic/view_sample.npz",
         "06_models/synthetic/model_state.pt",
         "07_model_output/synthetic/training_log.csv",
         "07_model_output/synthetic/member_scores.npz",
@@ -200,31 +199,6 @@ def test_select_on_an_unlabeled_csv_twice_reports_what_changed(project):
     assert runs[-1].data.metrics["jaccard"] == 1.0 and "jaccard" not in runs[0].data.metrics
 
 
-@pytest.mark.slow
-def test_airflow_dag_for_select_compiles_with_the_expected_tasks(project):
-    """`kedro airflow create` writes a DAG whose tasks are the select pipeline's nodes."""
-    import ast
-    import subprocess
-    import sys
-
-    from iclfs.pipeline_registry import register_pipelines
-
-    done = subprocess.run(
-        [sys.executable, "-m", "kedro", "airflow", "create", "--pipelines", "select", "--group-by", "memory",
-         "--target-dir", "dags"],
-        cwd=project, capture_output=True, text=True, env={**__import__("os").environ, "KEDRO_DISABLE_TELEMETRY": "1"},
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    (dag_file,) = (project / "dags").glob("*.py")
-    source = dag_file.read_text()
-    compile(source, str(dag_file), "exec")  # valid Python (Airflow itself is not installed here)
-    ast.parse(source)
-    assert 'schedule="0 3 * * *"' in source and "catchup=False" in source
-    # no grouping was needed: every node's outputs are persisted, so each node is its own task
-    for node in register_pipelines()["select"].nodes:
-        assert f'node_names=["{node.name}"]' in source, node.name
-
-
 def test_unreachable_mlflow_server_fails_fast_with_the_uri_named(project):
     import socket
 
@@ -259,3 +233,12 @@ def test_local_parameters_override_single_keys_of_a_section(project):
     assert params["selection"] == {"k": 4, "k_values": [4, 8], "use_lgrc": True, "alpha": 1.5, "quantile": 0.75,
                                    "method": "iclfs", "n_clusters": None}
     assert params["training"]["epochs"] == 1 and params["training"]["temperature"] == 0.05
+
+
+def test_a_run_refused_by_its_checks_leaves_no_mlflow_run(project):
+    from iclfs.method._config import ParameterError
+
+    with pytest.raises(ParameterError, match=r"selection.k = 7 .* selection.k_values"):
+        run_session(project, runtime_params={"selection": {"k": 7}})
+    assert not (project / "data").exists() or not any((project / "data").rglob("*.csv"))
+    assert (not (project / "mlflow.db").exists()) or mlflow_runs(project) == []  # the MLflow run starts with a node

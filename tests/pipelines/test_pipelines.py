@@ -14,7 +14,14 @@ from iclfs.method._ranking import MemberHistory
 from iclfs.method._preprocessing import DataValidationError, FeatureTable
 from iclfs.pipeline_registry import STAGES, register_pipelines
 from iclfs.pipelines._hooks import ParameterCheckHook
-from tests.conftest import CONSENSUS_OVERRIDES
+from tests.conftest import CONSENSUS_OVERRIDES, DEFAULT_THREADS
+
+
+def resolved_threads() -> int:
+    """The thread count a CPU training takes by default: torch's, capped at the CPUs this process may use."""
+    from iclfs.method._runtime import available_cpus
+
+    return min(torch.get_num_threads(), available_cpus())
 
 
 class KeptDataset(MemoryDataset):
@@ -55,23 +62,21 @@ def test_registry_has_every_stage_and_default_chains_them():
     assert set(STAGES) | {"__default__", "select", "benchmark", "benchmark_baselines", "benchmark_report"} == set(
         pipelines)
     default = pipelines["__default__"]
+    assert default is pipelines["select"]  # kedro run, the packaged job and the DAG run one path
     # Each node takes the sections it needs; none takes the whole parameters dict.
     assert default.inputs() == {"raw_data", "previous_selections", "previous_lists", "previous_member_history",
                                 "previous_feature_names", "previous_ground_truth"} | {
         f"params:{p}" for p in ("selection", "views", "seed", "training", "runtime", "members", "ranking",
                                 "laplacian", "evaluation", "baselines")}
-    expected = {"standardized_data", "inverted_data", "labels", "feature_names", "ground_truth", "view_sample",
-                "view_statistics", "model_state", "training_log", "training_loss_plot",
+    expected = {"standardized_data", "measured_data", "inverted_data", "labels", "feature_names", "ground_truth",
+                "model_state", "training_log", "training_loss_plot",
                 "member_scores", "history_start", "member_history", "feature_ranking",
                 "laplacian_scores", "selections",
                 "evaluation_table", "evaluation_summary", "accuracy_vs_k", "k_choice",
                 "feature_list", "reduced_data", "table_changes", "selection_stability", "score_distribution_plot",
                 "run_report"}
     assert expected == default.all_outputs()
-    select = pipelines["select"]
-    assert "view_sample" not in select.all_outputs()
-    assert {"evaluation_table", "run_report"} <= select.all_outputs()
-    assert {"feature_list", "reduced_data", "selection_stability"} <= select.all_outputs()
+    assert pipelines["views"].all_outputs() == {"view_sample", "view_statistics"}  # inspection, by name only
 
 
 def test_every_catalog_entry_of_the_default_pipeline_is_declared(base_parameters):
@@ -79,11 +84,11 @@ def test_every_catalog_entry_of_the_default_pipeline_is_declared(base_parameters
 
     loader = config_loader()
     catalog = {k for k in loader["catalog"] if not k.startswith("_") and "{" not in k}
-    default = register_pipelines()["__default__"]
-    params = {d for d in default.datasets() if d.startswith("params:") or d == "parameters"}
+    stages = sum(register_pipelines()[name] for name in STAGES)
+    params = {d for d in stages.datasets() if d.startswith("params:") or d == "parameters"}
     report = register_pipelines()["benchmark_report"].datasets()
     # the run record is written by a hook when a run ends well, not by a node
-    assert default.datasets() - params == catalog - report - {"run_record"}
+    assert stages.datasets() - params == catalog - report - {"run_record"}
 
 
 def test_every_benchmark_dataset_resolves_through_a_factory():
@@ -101,6 +106,7 @@ def test_every_benchmark_dataset_resolves_through_a_factory():
             assert "COIL20" in str(dataset._describe().get("filepath", dataset._describe())), name
 
 
+@pytest.mark.threads
 def test_default_pipeline_end_to_end(tiny_table, fast_parameters):
     catalog = run_pipeline("__default__", fast_parameters, raw_data=tiny_table)
 
@@ -113,7 +119,8 @@ def test_default_pipeline_end_to_end(tiny_table, fast_parameters):
     history = catalog.load("training_log")
     assert list(history["epoch"]) == [1, 2] and np.isfinite(history["loss"]).all()
     assert set(history["member"]) == {0} and set(history["member_seed"]) == {fast_parameters["seed"]}
-    assert set(history["precision"]) == {"fp32"} and set(history["threads"]) == {1}
+    assert set(history["precision"]) == {"fp32"}
+    assert set(history["threads"]) == ({resolved_threads()} if DEFAULT_THREADS else {1})
     # the choices made for this machine: fused attention below 1000 samples; one InfoNCE block holds all 40 rows
     assert set(history["attention_kernel"]) == {"fused"} and set(history["loss_block_rows"]) == {40}
     state = catalog.load("model_state")
@@ -142,6 +149,7 @@ def test_default_pipeline_end_to_end(tiny_table, fast_parameters):
     assert summary["best_k"] in (5, 10) and summary["labels"] is True
 
 
+@pytest.mark.threads
 def test_consensus_pipeline_keeps_every_members_rank_and_their_agreement(tiny_table, fast_parameters):
     fast_parameters["members"] = {**fast_parameters["members"], **CONSENSUS_OVERRIDES["members"]}
     fast_parameters["selection"]["k"] = "auto"
@@ -169,8 +177,9 @@ def test_feature_blocks_through_the_pipeline_one_network_per_block(tiny_table, f
     assert networks == {(0, 0): 20, (0, 1): 20, (1, 0): 20, (1, 1): 20}
     assert set(catalog.load("model_state")) == {f"member_{m}_block_{b}" for m in (0, 1) for b in (0, 1)}
     assert catalog.load("member_scores")["z_norm"].shape == (2, 40)
-    assert catalog.load("view_sample")["light"].shape == (20, 20)  # the first network: 20 features, 20 samples
     assert len(catalog.load("selections").query("k == 5")) == 5
+    views = run_pipeline("views", fast_parameters, inverted_data=catalog.load("inverted_data"))
+    assert views.load("view_sample")["light"].shape == (20, 20)  # the first network: 20 features, 20 samples
 
 
 def test_lgrc_disabled_takes_the_first_k_of_the_order(tiny_table, fast_parameters):
@@ -207,6 +216,7 @@ def test_views_pipeline_draws_the_first_training_epoch_views(fast_parameters):
     np.testing.assert_array_equal(catalog.load("view_sample")["heavy"], views.heavy.numpy())
 
 
+@pytest.mark.threads
 def test_views_pipeline_draws_the_published_streams_first_epoch(fast_parameters, monkeypatch):
     """With views.stream published the inspected views are those training draws after the network's init."""
     from iclfs.method import _training as training_module
@@ -215,14 +225,17 @@ def test_views_pipeline_draws_the_published_streams_first_epoch(fast_parameters,
     A = np.random.default_rng(2).normal(size=(14, 9)).astype(np.float32)
     fast_parameters["views"] = {**fast_parameters["views"], "stream": "published"}
     catalog = run_pipeline("views", fast_parameters, inverted_data=A)
-    drawn = []
+    drawn = []  # (trainer, views): on two threads or more a spare trainer warms the kernels up first
     original = training_module.Trainer.draw_views
-    monkeypatch.setattr(training_module.Trainer, "draw_views", lambda self: drawn.append(original(self)) or drawn[-1])
+    monkeypatch.setattr(training_module.Trainer, "draw_views",
+                        lambda self: drawn.append((self, original(self))) or drawn[-1][1])
     training_module.train(A, TrainingConfig(**{**fast_parameters["training"], "epochs": 1}),
                           ViewConfig(**fast_parameters["views"]), RuntimeConfig(device="cpu", progress=False),
                           seed=fast_parameters["seed"])
-    np.testing.assert_array_equal(catalog.load("view_sample")["negative"], drawn[0].negative.numpy())
-    np.testing.assert_array_equal(catalog.load("view_sample")["pair_b"], drawn[0].pair_b.numpy())
+    trained = drawn[-1][0]  # the training's own trainer draws last
+    first = next(views for trainer, views in drawn if trainer is trained)
+    np.testing.assert_array_equal(catalog.load("view_sample")["negative"], first.negative.numpy())
+    np.testing.assert_array_equal(catalog.load("view_sample")["pair_b"], first.pair_b.numpy())
 
 
 def test_evaluation_without_labels_skips_kmeans(tiny_table, fast_parameters):
@@ -298,6 +311,7 @@ def test_every_section_is_checked_before_the_first_node(tiny_table, fast_paramet
 
 
 @pytest.mark.parametrize("consensus", [False, True], ids=["one-run", "consensus"])
+@pytest.mark.threads
 def test_same_data_parameters_seed_and_threads_give_the_identical_selection_on_cpu(tiny_table, fast_parameters,
                                                                                    consensus):
     fast_parameters["runtime"]["device"] = "cpu"

@@ -37,6 +37,14 @@ from ._graph import (
 )
 from ._reference import AllFeaturesOptions, RandomOptions, data_memory, select_all_features, select_random
 from ._result import BaselineResult
+from ._variance import (
+    DispersionOptions,
+    VarianceOptions,
+    dispersion_memory,
+    select_dispersion,
+    select_variance,
+    variance_memory,
+)
 
 __all__ = ["METHODS", "REGISTRY", "Baseline", "BaselineResult", "baseline", "check_memory", "check_method",
            "options_of", "run"]
@@ -54,7 +62,8 @@ class Baseline:
         Its name in every table, figure, cell and metric.
     select : callable
         ``select(X, k_values, *, n_clusters, seed, options, runtime) -> BaselineResult``
-        on standardized data X of shape (n, d).
+        on X of shape (n, d): the standardized table, or the table as measured for a method that
+        ``reads_measured``.
     options : type of Section
         Its options, validated declaratively (``baselines.<key>`` in conf).
     memory : callable
@@ -67,6 +76,10 @@ class Baseline:
         A reference point of the benchmark (random selection, every feature), not a method to select with.
     neural : bool
         It trains a network with torch (``runtime.device`` and ``runtime.num_threads`` apply).
+    reads_measured : bool
+        It reads the table as measured, before standardization (which sets every feature's variance to 1).
+    nonnegative : bool
+        It needs nonnegative values (counts, expression on its linear scale): others are refused up front.
     summary : str
         When to use it, in one line.
     """
@@ -80,6 +93,8 @@ class Baseline:
     seeded: bool = False
     reference: bool = False
     neural: bool = False
+    reads_measured: bool = False
+    nonnegative: bool = False
     summary: str = ""
 
 
@@ -96,6 +111,11 @@ REGISTRY: dict[str, Baseline] = {entry.key: entry for entry in (
              summary="concrete autoencoder: a neural selector of k features that reconstruct the rest"),
     Baseline("lscae", "LS-CAE", select_lscae, LSCAEOptions, lscae_memory, seeded=True, neural=True,
              summary="CAE with a Laplacian-score term: k features that reconstruct the rest and keep its structure"),
+    Baseline("variance", "variance", select_variance, VarianceOptions, variance_memory, reads_measured=True,
+             summary="the features of highest variance as measured: the first comparison, for features on one scale"),
+    Baseline("dispersion", "dispersion", select_dispersion, DispersionOptions, dispersion_memory,
+             reads_measured=True, nonnegative=True,
+             summary="Seurat's normalized dispersion (scanpy's seurat flavour): nonnegative counts or expression"),
     Baseline("random", "random", select_random, RandomOptions, data_memory, seeded=True, reference=True,
              summary="random selection, the chance level"),
     Baseline("all_features", "all features", select_all_features, AllFeaturesOptions, data_memory, reference=True,
@@ -147,17 +167,27 @@ def check_memory(key: str, n: int, d: int, k_max: int, available: int | None = N
 
         available = available_memory(torch.device("cpu"))
     if available is not None and needed > available:
-        graph = ("" if entry.neural else " (it holds n x n matrices, and d x d in its LARS)" if key == "mcfs"
+        graph = ("" if entry.neural or entry.reads_measured
+                 else " (it holds n x n matrices, and d x d in its LARS)" if key == "mcfs"
                  else " (it holds n x n matrices)")
         raise ResourceLimitError(
             f"{entry.name} needs about {needed / 2**30:.1f} GiB for {n:,} samples x {d:,} features{graph}, but "
             f"{available / 2**30:.1f} GiB are free; select from fewer samples, or use a method whose memory grows "
-            "with the features only (ICLFS with consensus.feature_blocks, CAE, LS-CAE)")
+            "with the features only (ICLFS with members.feature_blocks, CAE, LS-CAE)")
 
 
 def run(key: str, X: np.ndarray, k_values: Sequence[int], *, n_clusters: int | None = None, seed: int = 42,
-        options: Mapping | Section | None = None, runtime: RuntimeConfig | None = None) -> BaselineResult:
-    """Baseline ``key``'s selections of standardized ``X`` (n, d) at every k of ``k_values``.
+        options: Mapping | Section | None = None, runtime: RuntimeConfig | None = None,
+        measured: np.ndarray | None = None) -> BaselineResult:
+    """Baseline ``key``'s selections at every k of ``k_values``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+        The standardized table.
+    measured : ndarray of shape (n, d), optional
+        The same table before standardization; a method that ``reads_measured`` (variance, dispersion) reads
+        it instead of ``X`` and refuses to run without it.
 
     A method that needs the number of clusters refuses to run without it.
     """
@@ -167,6 +197,14 @@ def run(key: str, X: np.ndarray, k_values: Sequence[int], *, n_clusters: int | N
                              "(n_clusters of the selector)")
     if not isinstance(options, Section):
         options = options_of(key, options)
+    if entry.reads_measured:
+        if measured is None:
+            raise ValueError(f"{entry.name} reads the table before standardization (it ranks the variance that "
+                             "standardizing sets to 1): pass it as measured=")
+        if np.shape(measured) != np.shape(X):
+            raise ValueError(f"measured has shape {np.shape(measured)}, the standardized table {np.shape(X)}: "
+                             "they must be the same table")
+        X = measured
     X = np.asarray(X)
     check_memory(key, X.shape[0], X.shape[1], max(int(k) for k in k_values))
     return entry.select(np.asarray(X, dtype=np.float64), [int(k) for k in k_values], n_clusters=n_clusters,

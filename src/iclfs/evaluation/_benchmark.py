@@ -9,6 +9,7 @@ overwrite each other and a rerun replaces one cell only.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from iclfs import baselines
+
+LOGGER = logging.getLogger(__name__)
 from iclfs.evaluation._protocol import kmeans_scores
 from iclfs.method._config import RuntimeConfig, Settings
 
@@ -118,7 +121,9 @@ def evaluate_cell(X: np.ndarray, codes: np.ndarray, selections: Mapping[int, np.
                      "nmi_mean": float(nmi.mean()), "nmi_std": float(nmi.std()), "n_runs": int(acc.size),
                      "evaluation_seconds": time.perf_counter() - started,
                      "selected": " ".join(map(str, chosen[0])) if len(chosen) == 1 else ""})
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(rows, columns=[c for c in RESULT_COLUMNS if c in
+                                        ("k", "accuracy_mean", "accuracy_std", "nmi_mean", "nmi_std", "n_runs",
+                                         "evaluation_seconds", "selected")])
     table["dataset"] = dataset
     table["method"] = method
     table["seed"] = int(seed)
@@ -133,8 +138,9 @@ def evaluate_cell(X: np.ndarray, codes: np.ndarray, selections: Mapping[int, np.
 
 def baseline_selections(X: np.ndarray, codes: np.ndarray, keys: Sequence[str], options: Mapping[str, Mapping],
                         k_values: Sequence[int], seed: int, runtime: RuntimeConfig | None = None,
-                        ) -> dict[str, tuple[dict[int, np.ndarray], float]]:
-    """Every baseline's selection at every k, on the same standardized data as ICLFS (:mod:`iclfs.baselines`).
+                        measured: np.ndarray | None = None) -> dict[str, tuple[dict[int, np.ndarray], float]]:
+    """Every baseline's selection at every k, on the same standardized data as ICLFS (:mod:`iclfs.baselines`),
+    or, for variance and dispersion, on ``measured``, the same table before standardization.
 
     The methods that need the number of clusters (MCFS, NDFS) are told the
     number of classes, as is usual for them; seeded ones get ``seed``;
@@ -144,7 +150,8 @@ def baseline_selections(X: np.ndarray, codes: np.ndarray, keys: Sequence[str], o
     Returns
     -------
     dict
-        ``{baseline name: ({k: indices or (draws, k) indices}, seconds to select)}``.
+        ``{baseline name: ({k: indices or (draws, k) indices}, seconds to select)}``; no selection (``{}``)
+        for a method that refuses the table (dispersion on negative values), whose cell is then empty.
     """
     for key in keys:
         baselines.baseline(key)  # an unknown key stops here, before any work
@@ -153,9 +160,16 @@ def baseline_selections(X: np.ndarray, codes: np.ndarray, keys: Sequence[str], o
     n_clusters = len(np.unique(codes))
     out = {}
     for key in keys:
+        entry = baselines.REGISTRY[key]
+        if entry.nonnegative and measured is not None and (np.asarray(measured) < 0).any():
+            # a table it cannot serve (centred or log-ratio values): an empty cell, so the grid does not ask again
+            LOGGER.warning("%s skipped: it needs nonnegative values and the table has %d negative one(s)",
+                           entry.name, int(np.count_nonzero(np.asarray(measured) < 0)))
+            out[entry.name] = ({}, 0.0)
+            continue
         started = time.perf_counter()
         result = baselines.run(key, X, grid, n_clusters=n_clusters, seed=seed, options=options.get(key),
-                               runtime=runtime)
+                               runtime=runtime, measured=measured)
         out[baselines.REGISTRY[key].name] = (result.selections, time.perf_counter() - started)
     return out
 

@@ -67,8 +67,10 @@ def number(low: float, high: float = float("inf"), low_open: bool = False, high_
     """A real number in the range; ``finite`` (the default) also refuses ``.inf`` and NaN, which every
     later computation with the value would have to survive."""
     left, right = "(" if low_open else "[", ")" if high_open else "]"
-    expected = f"a number >= {low:g}" if high == float("inf") and not low_open else \
-        f"a number in {left}{low:g}, {high:g}{right}"
+    if high == float("inf"):
+        expected = f"a number > {low:g}" if low_open else f"a number >= {low:g}"
+    else:
+        expected = f"a number in {left}{low:g}, {high:g}{right}"
     if finite and high == float("inf"):  # a bounded range already leaves .inf out
         expected = f"a finite number{expected[len('a number'):]}"
     elif not finite:
@@ -297,7 +299,7 @@ class SelectionConfig(Section):
     alpha: float = param(1.5, number(1), "LGRC pool size p = min(d, round(alpha k))")
     quantile: float = param(0.75, number(0, 1), "LGRC gate: this quantile of the finite Laplacian scores")
     method: str = param("iclfs", method_name, "iclfs, or another method of iclfs.baselines: ls, spec, mcfs, ndfs, "
-                                              "cae, lscae")
+                                              "cae, lscae, variance, dispersion")
     n_clusters: int | None = param(None, optional(integer(2)), "the number of clusters MCFS and NDFS are told")
 
     def __post_init__(self) -> None:
@@ -496,7 +498,7 @@ class Settings:
         return {"seed": self.seed, **{name: getattr(self, name).to_dict() for name in SECTIONS}}
 
     def with_overrides(self, text: str | None) -> Settings:
-        """These settings with Kedro-style overrides, ``"selection.use_lgrc=false,training.epochs=5"``.
+        """These settings with overrides as ``--params`` takes them, ``"selection.use_lgrc=false,training.epochs=5"``.
 
         Values are read as YAML; a list stays whole (``selection.k_values=[50,100]``). Keys of an earlier
         version are migrated as :meth:`from_parameters` does.
@@ -520,8 +522,8 @@ class Settings:
         return Settings.from_parameters(migrated)
 
 
-def parse_overrides(text: str | None) -> dict[str, Any]:
-    """``"a.b=1,c.d=[1,2]"`` -> ``{"a.b": 1, "c.d": [1, 2]}`` (values as YAML, commas inside brackets kept)."""
+def split_overrides(text: str | None) -> list[str]:
+    """``"a.b=1,c.d=[1,2]"`` -> ``["a.b=1", "c.d=[1,2]"]``: split at the commas outside brackets."""
     items, depth, current = [], 0, ""
     for char in text or "":
         depth += {"[": 1, "{": 1, "]": -1, "}": -1}.get(char, 0)
@@ -530,8 +532,13 @@ def parse_overrides(text: str | None) -> dict[str, Any]:
             current = ""
         else:
             current += char
+    return [*items, current]
+
+
+def parse_overrides(text: str | None) -> dict[str, Any]:
+    """``"a.b=1,c.d=[1,2]"`` -> ``{"a.b": 1, "c.d": [1, 2]}`` (values as YAML, commas inside brackets kept)."""
     out: dict[str, Any] = {}
-    for item in (*items, current):
+    for item in split_overrides(text):
         if not item.strip():
             continue
         name, sep, raw = item.partition("=")

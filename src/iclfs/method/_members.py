@@ -175,7 +175,37 @@ def train_members(A: np.ndarray, training: TrainingConfig, views: ViewConfig, ru
         desc += f", {members.feature_blocks} feature blocks each"
     total = len(plans) * members.feature_blocks * epochs
     progress = Progress(total, desc, runtime.progress)
+    block = -(-d // members.feature_blocks)
+    if runtime.progress and block > PROBE_FEATURES:  # a wide table: say what it will cost before it starts
+        probed = probe_epoch_seconds(A[:, plans[0].samples] if plans[0].samples is not None else A,
+                                     member_training, views, runtime, block)
+        progress.forecast(probed, f"one epoch timed on {PROBE_FEATURES:,} of the {block:,} features, scaled by "
+                                  "the square of their count")
     return [train_member(A, plan, member_training, epochs, views, runtime, progress) for plan in plans]
+
+
+#: Above this many features a network's epoch is timed on this many of them before the training starts.
+PROBE_FEATURES = 2048
+
+
+def probe_epoch_seconds(A: np.ndarray, training: TrainingConfig, views: ViewConfig, runtime: RuntimeConfig,
+                        d: int) -> float:
+    """Seconds one epoch of a network on ``d`` features of ``A`` will take: one epoch timed on its first
+    :data:`PROBE_FEATURES` rows, scaled by the square of the feature count (the InfoNCE logits and the
+    attention's work grow so). Leaves torch's random streams as they were."""
+    import torch
+
+    from ._runtime import compute_settings
+    from ._training import Trainer
+
+    rows = np.ascontiguousarray(A[:PROBE_FEATURES])
+    with torch.random.fork_rng():
+        trainer = Trainer(rows, training, views, runtime.replace(check_memory=False), seed=0)
+        with compute_settings(trainer.device, trainer.precision, runtime.num_threads):
+            started = time.perf_counter()
+            trainer.step()
+            seconds = time.perf_counter() - started
+    return seconds * (d / len(rows)) ** 2
 
 
 def state_dicts(members: Sequence[MemberTraining]) -> dict:

@@ -292,10 +292,14 @@ class PreparedData:
     labels: np.ndarray | None  # (n_samples,) int64 codes, or None
     classes: list | None
     informative_features: list[int] | None
+    # (n_samples, n_features) float64: the validated values as read, kept only for a method that reads the table
+    # before standardization (variance, dispersion); None otherwise, so no second copy of the table is held
+    measured: np.ndarray | None = None
 
 
-def prepare(table: FeatureTable, min_features: int = 1) -> PreparedData:
-    """Run every check and transform of docs/method.md §1 on a raw table (nothing is written)."""
+def prepare(table: FeatureTable, min_features: int = 1, keep_measured: bool = False) -> PreparedData:
+    """Run every check and transform of docs/method.md §1 on a raw table (nothing is written); with
+    ``keep_measured``, the validated values before standardization are kept too (``PreparedData.measured``)."""
     src = table.source
     X = as_numeric_matrix(table.X, src)
     if X.size == 0:
@@ -318,4 +322,4 @@ def prepare(table: FeatureTable, min_features: int = 1) -> PreparedData:
             raise DataValidationError(
                 f"{src}: informative feature indices must lie in 0..{X.shape[1] - 1}."
             )
-    return PreparedData(Z, names, labels, classes, informative)
+    return PreparedData(Z, names, labels, classes, informative, X if keep_measured else None)

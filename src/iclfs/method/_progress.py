@@ -3,9 +3,10 @@
 A progress bar is one line of carriage returns in a log file; a scheduled
 run's log wants lines. :class:`Progress` logs, over every epoch of every
 network of a run, one line at each tenth (the epoch, the loss, the time so
-far and an estimate of the time left) and, after the first epoch, what the
-whole training will take. Past :data:`LONG` seconds that estimate is a
-warning with what shortens it.
+far and an estimate of the time left) and what the whole training will
+take: before it starts on a wide table (:meth:`Progress.forecast`, from one
+timed epoch), else after its first epoch. Past :data:`LONG` seconds that
+estimate is a warning with what shortens it.
 """
 
 from __future__ import annotations
@@ -48,6 +49,23 @@ class Progress:
         self.done = 0
         self.started = time.perf_counter()
         self._next_tenth = 1
+        self._forecast = False
+
+    def forecast(self, epoch_seconds: float, how: str) -> None:
+        """Say, before the training starts, what it will take at ``epoch_seconds`` an epoch (``how``: how that
+        was measured); the first epoch then says nothing more."""
+        self._forecast = True
+        if self.enabled:
+            self._say(epoch_seconds, how)
+
+    def _say(self, epoch_seconds: float, how: str) -> None:
+        estimate = epoch_seconds * self.total
+        if estimate > LONG:
+            LOGGER.warning("%s: the %d epochs will take about %s (%s). To shorten it: %s", self.label, self.total,
+                           duration(estimate), how, REMEDIES)
+        else:
+            LOGGER.info("%s: the %d epochs will take about %s (%s)", self.label, self.total, duration(estimate),
+                        how)
 
     def update(self, loss: float | None = None) -> None:
         """One epoch done."""
@@ -55,14 +73,8 @@ class Progress:
         if not self.enabled:
             return
         spent = time.perf_counter() - self.started
-        if self.done == 1 and self.total > 1:
-            estimate = spent * self.total
-            if estimate > LONG:
-                LOGGER.warning("%s: one epoch took %s, so the %d epochs will take about %s. To shorten it: %s",
-                               self.label, duration(spent), self.total, duration(estimate), REMEDIES)
-            else:
-                LOGGER.info("%s: one epoch took %s; the %d epochs will take about %s", self.label, duration(spent),
-                            self.total, duration(estimate))
+        if self.done == 1 and self.total > 1 and not self._forecast:
+            self._say(spent, f"its first epoch took {duration(spent)}")
         tenth = self.done * 10 // self.total
         if tenth >= self._next_tenth or self.done == self.total:
             self._next_tenth = tenth + 1

@@ -191,7 +191,11 @@ class MemberHistory:
         """This history's own members added, as one run, to ``head`` (a history another run stored
         after this one was read): no member of either is lost; numbers and ages follow ``head``. The cap is this
         history's."""
-        # add_run ranks the scores again: the rank scores of rank scores are the same values, bit for bit
+        # this run's members keep the numbers their seeds came from when those are past the head's (a run that
+        # reserved them while another ran); add_run ranks the scores again: rank scores of rank scores are the
+        # same values, bit for bit
+        first = min((m.index for m in self.own), default=head.next_index)
+        head = replace(head, next_index=max(head.next_index, first))
         merged = head.add_run(self.own, self.kept or len(head.members) + len(self.own))
         return replace(merged, read_runs=head.runs, version=head.version, problem=None, afresh=False)
 
@@ -221,7 +225,7 @@ class Continuation:
     seed : int
         The seed the run trains from: ``member_seed(seed, history.next_index)``.
     note : str or None
-        Why a stored history was not used (the run starts afresh), else None.
+        Why a stored history was not used (the run starts afresh), or what of it was passed over; else None.
     """
 
     history: MemberHistory | None
@@ -236,14 +240,16 @@ class Continuation:
 
 def usable_history(stored: MemberHistory, feature_names: Sequence[str], reset: bool = False,
                    method: str = "iclfs") -> tuple[MemberHistory, str | None]:
-    """The history a carrying run builds on, and why the stored one was set aside (None when it was not).
+    """The history a carrying run builds on, and why the stored one was set aside, or what of it was passed over
+    (its reader's notes: a damaged version, members of runs that did not complete); None when neither.
 
     With ``reset``, a history the reader could not use (``stored.problem``),
     one sharing no feature name with the table or one of another ``method``,
     the run starts afresh: an empty history marked ``afresh``, whose save
     starts a new history.
     """
-    fresh = MemberHistory(data_source=stored.data_source, afresh=True, method=method)
+    # set aside: its save starts anew, keeping only what others store after this run read
+    fresh = MemberHistory(data_source=stored.data_source, afresh=True, method=method, version=stored.version)
     if reset:
         return fresh, "members.reset: this run starts the member history afresh"
     if stored.problem is not None:
@@ -252,7 +258,7 @@ def usable_history(stored: MemberHistory, feature_names: Sequence[str], reset: b
         stored.check_for(feature_names, method)
     except HistoryError as err:
         return fresh, f"{err}; this run starts the member history afresh"
-    return stored, None
+    return stored, "; ".join(stored.notes) or None
 
 
 def start(stored: MemberHistory | None, feature_names: Sequence[str], seed: int, config: MembersConfig,

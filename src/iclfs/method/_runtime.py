@@ -21,6 +21,7 @@ the benchmark's measured peaks in ``docs/performance.md``.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -122,7 +123,31 @@ def available_memory(device: torch.device) -> int | None:
             limits.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
         except (ValueError, OSError):
             return None
+    address_space = _address_space_left()
+    if address_space is not None:
+        limits.append(address_space)
     return min(limits)
+
+
+def _address_space_left() -> int | None:
+    """What ``ulimit -v`` (RLIMIT_AS) leaves this process: the limit less the address space it holds; None
+    when unlimited."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return None
+    if soft in (resource.RLIM_INFINITY, -1):
+        return None
+    held = 0
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                held = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return max(int(soft) - held, 0)
 
 
 def available_cpus() -> int:
@@ -155,23 +180,41 @@ def _cgroup_cpu_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
 
 def check_memory(estimate: MemoryEstimate, device: torch.device, d: int, n: int, regime: Regime,
                  schedule: str, limit: int | None = None) -> None:
-    """Raise :class:`ResourceLimitError` with the numbers and the options if it will not fit."""
+    """Raise :class:`ResourceLimitError` with the numbers, the dimension that costs, and the options that help.
+
+    The network's weights grow with the samples (the attention over the n samples holds n x n weights, with
+    their gradients and Adam's moments); the activations and the InfoNCE work with the features. The message
+    names the larger and offers only what shrinks it.
+    """
     limit = available_memory(device) if limit is None else limit
     if limit is None or estimate.total_bytes <= limit:
         return
     gib = 2**30
+    by_samples = estimate.parameters_bytes > estimate.activations_bytes + estimate.work_bytes
     options = []
-    if schedule == "paper":
-        options.append("training.schedule: fast (no d x d matrices)")
-    if regime.name == "large":
+    if by_samples:
+        share = max(0.05, math.floor(20 * 0.8 * math.sqrt(max(limit - PROCESS_OVERHEAD, 0) /
+                                                           max(estimate.parameters_bytes, 1))) / 20)
+        cost = (f"the samples cost it: the attention over the {n:,} samples holds {n:,} x {n:,} weights "
+                f"({estimate.parameters_bytes / gib:.1f} GiB with their gradients and optimizer state)")
+        options.append(f"members of a subsample of the samples (members.per_run: 2 or more with members.subsample: "
+                       f"{share:g}: each trains on {share:.0%} of them)")
+        options.append("fewer samples in the table")
+    else:
+        cost = (f"the features cost it: {estimate.activations_bytes / gib:.1f} GiB of activations and "
+                f"{estimate.work_bytes / gib:.1f} GiB of attention and InfoNCE work grow with the {d:,} features")
+        if schedule == "paper":
+            options.append("training.schedule: fast (no d x d matrices)")
+        options.append("fewer features (filter them first, e.g. by variance: selection.method=variance)")
+        options.append("members.feature_blocks: 4 (one network per block of features)")
+    if regime.name == "large" and by_samples is False:
         options.append("training.regime: small (smaller layers)")
     if device.type == "cpu":
         options.append("a GPU (runtime.device: cuda) with more memory")
-    options.append("fewer features (pre-filter by variance) or a machine with more memory")
     options.append("runtime.check_memory: false to try anyway (the estimate errs on the high side)")
     raise ResourceLimitError(
-        f"training on {d} features x {n} samples ({regime.name} regime, {schedule} schedule) needs about "
-        f"{estimate.total_bytes / gib:.1f} GiB on {device}, but only {limit / gib:.1f} GiB is available. "
+        f"training on {d:,} features x {n:,} samples ({regime.name} regime, {schedule} schedule) needs about "
+        f"{estimate.total_bytes / gib:.1f} GiB on {device}, but only {limit / gib:.1f} GiB is available; {cost}. "
         f"Options: {'; '.join(options)}."
     )
 

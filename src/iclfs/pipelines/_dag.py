@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import shlex
 import sys
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from pathlib import Path
 
 from kedro.config import MissingConfigException
@@ -30,6 +30,46 @@ def command(source: str, env: str, python: str) -> str:
                     (python, "-m", "iclfs", "--pipelines", "select", "--source", source, "--env", env))
 
 
+def _options(airflow: dict, env: str) -> dict:
+    """``airflow.yml``'s ``select`` over the defaults, each value checked and turned into what the DAG holds."""
+    where = f"conf/{env}/airflow.yml select"
+    unknown = sorted(set(airflow) - set(DEFAULTS))
+    if unknown:
+        raise SourceError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(DEFAULTS)}")
+    options = {**DEFAULTS, **airflow}
+
+    def refuse(key: str, expected: str) -> SourceError:
+        return SourceError(f"{where}: {key} = {options[key]!r} is invalid: expected {expected}")
+
+    schedule = options["schedule"]
+    if schedule is not None and not (isinstance(schedule, str) and schedule.strip()):
+        raise refuse("schedule", "a cron expression or preset such as \"0 3 * * *\" or \"@daily\", or null "
+                                 "(run only when triggered)")
+    start = options["start_date"]
+    if isinstance(start, str):
+        try:
+            start = date.fromisoformat(start)
+        except ValueError:
+            raise refuse("start_date", "a date, 2026-01-01 or [2026, 1, 1]") from None
+    if isinstance(start, date):
+        start = [start.year, start.month, start.day]
+    if not (isinstance(start, list) and len(start) == 3 and all(type(part) is int for part in start)):
+        raise refuse("start_date", "a date, 2026-01-01 or [2026, 1, 1]")
+    try:
+        date(*start)
+    except ValueError as err:
+        raise refuse("start_date", f"a date that exists ({err})") from None
+    if not isinstance(options["catchup"], bool):
+        raise refuse("catchup", "true or false")
+    for key, least in (("max_active_runs", 1), ("retries", 0), ("retry_delay", 0)):
+        value = options[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise refuse(key, f"a whole number >= {least}")
+    if not isinstance(options["owner"], str) or not options["owner"].strip():
+        raise refuse("owner", "a name")
+    return {**options, "start_date": start}
+
+
 def write_dag(source: str, env: str = "local", target: Path = Path("airflow_dags"), project: Path | None = None,
               python: str | None = None) -> Path:
     """Check that ``source`` is declared and runs, then write ``<target>/iclfs_<source>.py``; its path."""
@@ -45,16 +85,15 @@ def write_dag(source: str, env: str = "local", target: Path = Path("airflow_dags
         airflow = dict(loader["airflow"]).get("select") or {}
     except (KeyError, MissingConfigException):
         airflow = {}
-    unknown = sorted(set(airflow) - set(DEFAULTS))
-    if unknown:
-        raise SourceError(f"conf/{env}/airflow.yml select: unknown key(s) {', '.join(unknown)}; known: "
-                          f"{', '.join(DEFAULTS)}")
-    options = {**DEFAULTS, **airflow}
+    options = _options(airflow, env)
     function = "iclfs_" + re.sub(r"\W", "_", source)
+    # every value enters the Python file as its Python literal (repr)
+    values = {key: repr(value) for key, value in options.items() if key != "start_date"}
     text = jinja2.Environment(autoescape=False, keep_trailing_newline=True).from_string(TEMPLATE.read_text()).render(
-        source=source, env=env, project=str(project), dag_id=f"iclfs_{source}", function=function,
-        command=command(source, env, python or sys.executable), written=datetime.now(timezone.utc).strftime(
-            "%Y-%m-%d"), **options)
+        source=source, env=env, project=repr(str(project)), dag_id=repr(f"iclfs_{source}"), function=function,
+        command=repr(command(source, env, python or sys.executable)), start_date=options["start_date"],
+        source_literal=repr(source), written=datetime.now(timezone.utc).strftime("%Y-%m-%d"), **values)
+    compile(text, f"iclfs_{source}.py", "exec")  # what is written is Python; a fault here is ours, said at once
     target = target if target.is_absolute() else project / target
     target.mkdir(parents=True, exist_ok=True)
     path = target / f"iclfs_{source}.py"

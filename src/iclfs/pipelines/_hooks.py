@@ -123,6 +123,8 @@ class OutputPreflightHook:
             if filepath is None or getattr(dataset, "_protocol", "file") not in ("file", "local"):
                 continue
             problem = _blocking_problem(Path(str(PurePosixPath(filepath))).parent)
+            if problem is None and hasattr(dataset, "writable_problem"):  # the member history: its folders, lock
+                problem = dataset.writable_problem()
             if problem:
                 problems.append(f"{name} ({filepath}): {problem}")
         if problems:
@@ -212,7 +214,8 @@ def summary_lines(outputs: set, catalog: Any) -> list[str]:
     stability = _load(catalog, "selection_stability", outputs)
     if stability is not None:
         if stability.get("previous_version") is None:
-            lines.append(f"stability: {stability.get('message') or 'first run on this data source, nothing to compare'}")
+            message = stability.get("message") or "first run on this data source, nothing to compare"
+            lines.append(f"stability: {message}")
         elif choice is not None and str(choice["k"]) in {str(k) for k in stability.get("per_k", {})}:
             row = stability["per_k"].get(str(choice["k"])) or stability["per_k"].get(choice["k"])
             if "jaccard" in row:
@@ -221,5 +224,29 @@ def summary_lines(outputs: set, catalog: Any) -> list[str]:
         from iclfs.pipelines.publish._report import stability_sentences
 
         lines.extend(stability_sentences(stability))
+    lines.extend(concurrency_lines(catalog))
+    return lines
+
+
+def concurrency_lines(catalog: Any) -> list[str]:
+    """What other runs on the same data source did meanwhile: stored the member history (this run's members were
+    added to theirs), or still run (theirs join when they publish)."""
+    from iclfs.io._kedro import artifact_folder, save_version
+    from iclfs.io._liveness import ALIVE, RUNNING, state
+
+    lines = []
+    history = catalog.get("member_history") if "member_history" in catalog else None
+    merged = getattr(history, "merged_onto", None)
+    if merged:
+        lines.append(f"another run on this data source stored the member history while this one ran (version "
+                     f"{merged}): this run's members were added to it, and both runs' are kept")
+    if "run_record" in catalog:
+        record = catalog.get("run_record")
+        records, own = Path(str(artifact_folder(record))), save_version(record)
+        running = sorted(p.name for p in (records / RUNNING).glob("*")
+                         if p.name != own and state(records, p.name) == ALIVE) if (records / RUNNING).is_dir() else []
+        if running:
+            lines.append(f"{len(running)} other run(s) on this data source still run ({', '.join(running)}): their "
+                         "members join the member history when they publish")
     return lines
 

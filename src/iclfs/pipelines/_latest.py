@@ -22,6 +22,7 @@ from pathlib import Path
 LOGGER = logging.getLogger(__name__)
 FOLDER = "latest"
 KEEP = 3
+COPIED = ".version"  # in a folder of copies (no symbolic links): the version it holds
 
 
 def latest_folder(data: Path, source: str, method: str) -> Path:
@@ -36,6 +37,15 @@ def _place(file: Path, target: Path) -> None:
         shutil.copy2(file, target)
 
 
+def _current(link: Path) -> str | None:
+    """The version the latest holds: its link's target, or a folder of copies' record; None when there is none."""
+    if link.is_symlink():
+        return Path(os.readlink(link)).name
+    with contextlib.suppress(OSError):
+        return (link / COPIED).read_text().strip() or None
+    return None
+
+
 def publish(data: Path, source: str, method: str, version: str, files: Mapping[str, Path]) -> Path | None:
     """Make ``files`` (``{artifact: the file this run wrote}``) the latest of ``source`` and ``method``.
 
@@ -44,8 +54,8 @@ def publish(data: Path, source: str, method: str, version: str, files: Mapping[s
     link = latest_folder(data, source, method)
     store = link.parent / f".{method}"
     store.mkdir(parents=True, exist_ok=True)
-    current = os.readlink(link) if link.is_symlink() else None
-    if current is not None and Path(current).name > version:
+    current = _current(link)
+    if current is not None and current > version:
         return None  # a newer run completed first: it stays the latest
     folder = store / version
     staging = store / f".{version}.partial"
@@ -72,6 +82,11 @@ def publish(data: Path, source: str, method: str, version: str, files: Mapping[s
             partial = link / f".{file.name}.partial"
             shutil.copy2(file, partial)
             os.replace(partial, link / file.name)
+        kept = {file.name for file in folder.iterdir()}
+        for stale in [file for file in link.iterdir() if file.name not in kept and file.name != COPIED]:
+            stale.unlink()  # the previous run's file this run did not publish: no mix of two runs
+        (link / f".{COPIED}.partial").write_text(version)
+        os.replace(link / f".{COPIED}.partial", link / COPIED)
     for old in sorted(p for p in store.iterdir() if p.is_dir() and not p.name.startswith("."))[:-KEEP]:
         shutil.rmtree(old, ignore_errors=True)
     return link

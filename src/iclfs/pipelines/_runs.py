@@ -33,6 +33,8 @@ from kedro.io import AbstractVersionedDataset
 from iclfs.io._kedro import artifact_folder, pin_load_version, save_version, version_file
 from iclfs.io.datasets._versioned import VersionedArtifact
 
+from iclfs.io._liveness import DEAD, RUNNING, Lease, dead_versions, state
+
 from ._latest import publish
 
 LOGGER = logging.getLogger(__name__)
@@ -126,17 +128,48 @@ def choose_versions(needed: list[str], records: list[dict], source: str = "this 
     return chosen
 
 
+class RunStopped(Exception):  # noqa: N818  (a stop, not an error of the run's)
+    """The run was stopped by a signal (SIGTERM from a scheduler's timeout, Ctrl-C); its versions are removed."""
+
+    def __init__(self, signal_name: str) -> None:
+        self.signal_name = signal_name
+        super().__init__(f"the run was stopped ({signal_name}): the versions it had written were removed, and "
+                         "nothing of it is read by a later run")
+
+
 class RunRecordHook:
-    """Write each complete run's record; pin a stage run's inputs to one run's versions; clean a failed run."""
+    """Write each complete run's record; pin a stage run's inputs to one run's versions; clean a failed run.
+
+    While a run runs it holds its lease (:mod:`iclfs.io._liveness`), so a run
+    on the same data source tells it from a killed one. A run starts by
+    removing what killed runs left (versions with no record and no lease
+    held), and a stopped run (SIGTERM, SIGINT) removes its own versions, as a
+    failed one does.
+    """
 
     def __init__(self) -> None:
         self._inherited: str | None = None  # the table fingerprint a stage run's inputs come from
+        self._lease: Lease | None = None
+        self._handlers: dict = {}
 
-    @hook_impl
+    @hook_impl(trylast=True)  # after every check: a refused run takes no lease
     def before_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
         self._inherited = None
         if RECORD not in catalog:
             return
+        record = catalog.get(RECORD)
+        self._lease = Lease(Path(str(artifact_folder(record))), save_version(record))
+        self._lease.take()
+        try:
+            clear_dead_runs(catalog, _source(record), save_version(record))
+            self._pin_inputs(pipeline, catalog)
+        except BaseException:
+            self._end()
+            raise
+        self._stop_on_signals()
+
+    def _pin_inputs(self, pipeline: Any, catalog: Any) -> None:
+        """A stage run reads one complete run's versions of its inputs, on one table, checked byte for byte."""
         needed = _artifacts(pipeline.inputs(), catalog)
         if not needed:
             return
@@ -178,6 +211,7 @@ class RunRecordHook:
             "read": read,
         }
         catalog.get(RECORD).save(record)
+        self._end()
         if "feature_list" in written:  # a run that published a list: it becomes the latest
             files = {name: _file(dataset, written[name]["version"])
                      for name, dataset in _artifacts(set(written), catalog).items()
@@ -189,11 +223,48 @@ class RunRecordHook:
                 LOGGER.info("The latest list of %r (%s): %s", _source(catalog.get(RECORD)), record["method"],
                             link / "feature_list.csv")
 
+    def _stop_on_signals(self) -> None:
+        """SIGTERM and SIGINT stop the run through an exception, so Kedro calls ``on_pipeline_error`` and the
+        run's versions are removed (only where signals can be handled: the main thread)."""
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def stop(number: int, frame: Any) -> None:
+            raise RunStopped(signal.Signals(number).name)
+
+        for number in (signal.SIGTERM, signal.SIGINT):
+            try:
+                self._handlers[number] = signal.signal(number, stop)
+            except (OSError, ValueError):
+                continue
+
+    def _end(self) -> None:
+        import signal
+
+        for number, handler in self._handlers.items():
+            try:
+                signal.signal(number, handler)
+            except (OSError, ValueError):
+                continue
+        self._handlers = {}
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
+
     @hook_impl
     def on_pipeline_error(self, error: Exception, run_params: dict, pipeline: Any, catalog: Any) -> None:
-        """Remove every version this run wrote: a failed or refused run leaves nothing behind."""
+        """Remove every version this run wrote: a failed, refused or stopped run leaves nothing behind."""
         if RECORD not in catalog:
             return
+        try:
+            self._remove(pipeline, catalog, error)
+        finally:
+            self._end()
+
+    def _remove(self, pipeline: Any, catalog: Any, error: Exception) -> None:
         removed = []
         for name, dataset in _artifacts(pipeline.all_outputs(), catalog).items():
             if hasattr(dataset, "discard"):  # the member history keeps its .head on a version that exists
@@ -204,8 +275,45 @@ class RunRecordHook:
             if folder.is_dir() and PurePosixPath(folder).name == save_version(dataset):
                 shutil.rmtree(folder, ignore_errors=True)
                 removed.append(name)
-        if removed:
+        if isinstance(error, RunStopped):
+            LOGGER.warning("%s (%s)", error, ", ".join(removed) or "none yet")
+        elif removed:
             LOGGER.info("The run failed: removed the versions it had written (%s)", ", ".join(removed))
+
+
+def clear_dead_runs(catalog: Any, source: str, own: str | None) -> list[str]:
+    """Remove, from every versioned artifact of ``source``, the versions of runs that died (killed before they
+    could clean up: no run record, no lease held); one line names them. The removed versions."""
+    record = catalog.get(RECORD)
+    records = Path(str(artifact_folder(record)))
+    dead: set[str] = set()
+    for name in catalog.keys() if hasattr(catalog, "keys") else catalog.list():
+        if name == RECORD or str(name).startswith("params:") or name == "parameters":
+            continue
+        try:
+            dataset = catalog.get(name)
+        except Exception:  # noqa: BLE001  (a factory pattern, or an entry that cannot be built here)
+            continue
+        if not isinstance(dataset, VersionedArtifact) or _source(dataset) != source:
+            continue
+        folder = Path(str(artifact_folder(dataset)))
+        if hasattr(dataset, "discard"):  # the member history: its versions per method
+            versions = sorted({p.parent.name for p in folder.glob(f"**/{folder.name}") if p.parent != folder})
+        else:
+            versions = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+        for version in dead_versions(records, versions, own):
+            if hasattr(dataset, "discard"):
+                dataset.discard(version)
+            else:
+                shutil.rmtree(folder / version, ignore_errors=True)
+            dead.add(version)
+    for lease in (records / RUNNING).glob("*") if (records / RUNNING).is_dir() else []:
+        if lease.name != own and state(records, lease.name) == DEAD:  # its holder is gone
+            lease.unlink(missing_ok=True)
+    if dead:
+        LOGGER.warning("Removed what %d run(s) on data source %r left when they were killed (no run record, not "
+                       "running): %s", len(dead), source, ", ".join(sorted(dead)))
+    return sorted(dead)
 
 
 def _method(catalog: Any) -> str:

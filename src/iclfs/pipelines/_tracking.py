@@ -198,11 +198,15 @@ class TrackingHook:
         self.uri = DEFAULT_URI
         self.experiment = DEFAULT_EXPERIMENT
         self.enabled = True
+        self.env = "local"
+        self.method = "iclfs"
         self._run = None
+        self._pending: tuple | None = None  # the run to start with the first node: (name, tags, parameters)
 
     @hook_impl(tryfirst=True)
     def after_context_created(self, context: Any) -> None:
         loader = context.config_loader
+        self.env = str(getattr(context, "env", None) or getattr(loader, "default_run_env", None) or "local")
         loader.config_patterns.setdefault("mlflow", ["mlflow*", "mlflow*/**", "**/mlflow*"])
         try:
             config = dict(loader["mlflow"])
@@ -214,14 +218,16 @@ class TrackingHook:
 
     @hook_impl(tryfirst=True)
     def before_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
-        self._run = None
+        """Check the store (an unreachable one refuses the run before anything), and name the run; it starts with
+        the first node, after every check, so a refused run leaves no MLflow run."""
+        self._run = self._pending = None
         if not self.enabled:
             return
         check_tracking_store(self.uri)
-        import mlflow
 
         parameters = catalog.load("parameters") if "parameters" in catalog else {}
         method = (parameters.get("selection") or {}).get("method", "iclfs")
+        self.method = str(method)
         source = _source_of(catalog) or "benchmark"
         names = run_params.get("pipeline_names") or ["__default__"]
         benchmark = any(str(n).startswith("benchmark") for n in names)
@@ -229,7 +235,7 @@ class TrackingHook:
         name = f"benchmark · {version}" if benchmark else f"{source} · {method} · {version}"
         tags = {"pipeline": ",".join(map(str, names)), "runner": runner_name(run_params.get("runner", "")),
                 "project_path": str(run_params.get("project_path")),
-                "env": str(run_params.get("env")), "data_source": source, "method": method,
+                "env": str(run_params.get("env") or self.env), "data_source": source, "method": method,
                 "version": str(version), "kedro_version": str(run_params.get("kedro_version"))}
         given = run_params.get("runtime_params") or {}
         for key in ("input", "source", "orientation", "id_column", "label_column"):
@@ -239,10 +245,20 @@ class TrackingHook:
                               ("AIRFLOW_CTX_TRY_NUMBER", "airflow.try_number")):
             if os.environ.get(variable):
                 tags[tag] = os.environ[variable]
-        try:
-            from iclfs import __version__
+        from iclfs import __version__
 
-            tags["iclfs_version"] = __version__
+        tags["iclfs_version"] = __version__
+        self._pending = (name, tags, method_parameters(parameters))
+
+    @hook_impl(tryfirst=True)
+    def before_node_run(self, node: Any) -> None:
+        if self._pending is None:
+            return
+        name, tags, params = self._pending
+        self._pending = None
+        import mlflow
+
+        try:
             mlflow.set_tracking_uri(self.uri)
             experiment = mlflow.get_experiment_by_name(self.experiment)
             if experiment is None:
@@ -250,7 +266,6 @@ class TrackingHook:
                     mlflow.create_experiment(self.experiment)
                 experiment = mlflow.get_experiment_by_name(self.experiment)
             self._run = mlflow.start_run(experiment_id=experiment.experiment_id, run_name=name, tags=tags)
-            params = method_parameters(parameters)
             mlflow.log_params({key: str(value)[:6000] for key, value in params.items()})
         except Exception as err:  # noqa: BLE001  (any store fault: one message, nothing written)
             self._close("FAILED")
@@ -308,6 +323,8 @@ class TrackingHook:
         for name in sorted(outputs):
             if name == "accuracy_vs_k" and not (saved("evaluation_summary") or {}).get("labels"):
                 continue  # no labels: the figure would show nothing
+            if str(name).endswith("model_state") and self.method != "iclfs":
+                continue  # another method trains no model: its state is empty
             self._log_artifact(name, catalog)
         for name in sorted(n for n in outputs if str(n).endswith("_cells")):
             for metric, value in cell_metrics(saved(name)).items():

@@ -43,18 +43,19 @@ def evaluate_iclfs(standardized_data: np.ndarray, labels: dict, ground_truth: di
     return {_cell(table): table}
 
 
-def evaluate_baselines(standardized_data: np.ndarray, labels: dict, ground_truth: dict, benchmark: dict,
-                       baselines: dict, selection: dict, evaluation: dict, runtime: dict,
+def evaluate_baselines(standardized_data: np.ndarray, labels: dict, ground_truth: dict, measured_data: np.ndarray,
+                       benchmark: dict, baselines: dict, selection: dict, evaluation: dict, runtime: dict,
                        seed: int) -> dict[str, pd.DataFrame]:
     """Every baseline of ``benchmark.baselines``, with its options of ``baselines``, through the same
-    protocol at this run's seed: one cell each."""
+    protocol at this run's seed: one cell each (variance and dispersion select from ``measured_data``; every
+    cell is scored on the standardized table)."""
     X, codes, dataset = _labelled(standardized_data, labels, ground_truth)
     settings = Settings.from_parameters({"selection": selection, "evaluation": evaluation, "runtime": runtime,
                                          "seed": seed})
     grid = k_values_for(settings.selection, X.shape[1])
     cells = {}
     for name, (chosen, seconds) in baseline_selections(X, codes, benchmark["baselines"], baselines, grid, seed,
-                                                       settings.runtime).items():
+                                                       settings.runtime, measured=measured_data).items():
         table = evaluate_cell(X, codes, chosen, dataset=dataset, method=name, seed=seed,
                               n_runs=settings.evaluation.n_runs, seconds=seconds)
         cells[_cell(table)] = table

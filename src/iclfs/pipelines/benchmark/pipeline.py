@@ -24,15 +24,15 @@ _COMMON = ["standardized_data", "labels", "ground_truth"]
 
 def _baselines_node() -> Node:
     return Node(evaluate_baselines,
-                inputs=[*_COMMON, "params:benchmark", "params:baselines", "params:selection", "params:evaluation",
-                        "params:runtime", "params:seed"],
+                inputs=[*_COMMON, "measured_data", "params:benchmark", "params:baselines", "params:selection",
+                        "params:evaluation", "params:runtime", "params:seed"],
                 outputs="baseline_cells", name="evaluate_baselines")
 
 
 def dataset_pipeline() -> Pipeline:
     """Everything one dataset needs, un-namespaced: ICLFS, the baselines, their cells."""
     # The benchmark's method is one run: no member history is read or carried.
-    stages = (data_processing.create_pipeline() + training.create_pipeline(carry_history=False)
+    stages = (data_processing.create_pipeline(keep_measured=True) + training.create_pipeline(carry_history=False)
               + laplacian.create_pipeline() + ranking.create_pipeline(carry_history=False)
               + lgrc.create_pipeline(carry_history=False))
     return stages + Pipeline([
@@ -44,7 +44,7 @@ def dataset_pipeline() -> Pipeline:
 
 def baselines_pipeline() -> Pipeline:
     """The baselines alone, un-namespaced: no training (``kedro run --pipeline benchmark_baselines``)."""
-    return data_processing.create_pipeline() + Pipeline([_baselines_node()], tags="benchmark")
+    return data_processing.create_pipeline(keep_measured=True) + Pipeline([_baselines_node()], tags="benchmark")
 
 
 def per_dataset(template: Pipeline, datasets: Sequence[str]) -> Pipeline:

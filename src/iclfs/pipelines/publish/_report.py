@@ -23,6 +23,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from iclfs.baselines import REGISTRY
 from iclfs.pipelines._figures import (
     MAX_POINTS,
     accuracy_figure,
@@ -283,8 +284,11 @@ def stability_sentences(selection_stability: Mapping) -> list[str]:
     history = selection_stability.get("history") or {}
     if history.get("carry"):
         members, kept = history.get("members"), history.get("kept")
-        line = f"member history ({history.get('method', 'iclfs')}): {members} member(s) combined"
-        if kept and members and members < min(kept, 10):
+        method = history.get("method", "iclfs")
+        line = f"member history ({method}): {members} member(s) combined"
+        # a deterministic method's members repeat one list: more of them steady nothing
+        seeded = method == "iclfs" or getattr(REGISTRY.get(method), "seeded", False)
+        if seeded and kept and members and members < min(kept, 10):
             line += (f"; the list steadies as members accumulate: {members} of {kept} so far, and early refreshes "
                      "still move it")
         if history.get("new_features"):
@@ -293,10 +297,11 @@ def stability_sentences(selection_stability: Mapping) -> list[str]:
         lines.append(line + (f"; {history['note']}" if history.get("note") else ""))
     lines.extend(change_sentences(selection_stability.get("changes")))
     per_k = selection_stability.get("per_k") or {}
-    gone = sorted({name for row in per_k.values() for name in row.get("left_table", [])})
-    if gone:
-        lines.append(f"left the table, and so the list: {', '.join(map(str, gone[:20]))}")
     found = selection_stability.get("nogueira") or {}
+    row = per_k.get(found.get("k")) or per_k.get(str(found.get("k"))) or {}  # the list at the run's own k
+    gone = list(row.get("left_table") or [])
+    if gone:
+        lines.append(f"left the table, and so the list of {found['k']}: {', '.join(map(str, gone[:20]))}")
     for key, what in (("lists", "the last {n} lists"), ("members", "the {n} members' first k")):
         value = found.get(key)
         if value and value.get("phi") is not None and value["phi"] == value["phi"]:  # nan: no spread

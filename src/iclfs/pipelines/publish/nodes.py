@@ -112,8 +112,9 @@ def compare_tables(feature_names: list[str], ground_truth: dict, previous_featur
                "same_table": truth.get("fingerprint") == ground_truth.get("fingerprint")}
     ids, ids_before = ground_truth.get("sample_ids"), truth.get("sample_ids")
     if ids is not None and ids_before is not None:
-        came = [s for s in ids if s not in set(ids_before)]
-        went = [s for s in ids_before if s not in set(ids)]
+        now_ids, earlier_ids = set(ids), set(ids_before)
+        came = [s for s in ids if s not in earlier_ids]
+        went = [s for s in ids_before if s not in now_ids]
         changes.update(samples_added=len(came), samples_removed=len(went), samples_in=came[:NAMES_SHOWN],
                        samples_out=went[:NAMES_SHOWN])
     return changes

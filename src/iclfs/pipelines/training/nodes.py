@@ -41,8 +41,12 @@ def start_history(previous_member_history: MemberHistory, feature_names: list[st
         history built on) and ``note`` (why a stored history was set aside).
     """
     config = MembersConfig.from_dict(members)
-    continuation = start(previous_member_history, feature_names, seed, config,
-                         SelectionConfig.from_dict(selection).method)
+    method = SelectionConfig.from_dict(selection).method
+    if config.carry and hasattr(previous_member_history, "reserve"):
+        # the member numbers this run trains from, past those of any run on this data source that runs now: two
+        # refreshes started together train two distinct members
+        previous_member_history.reserve(method, config.per_run)
+    continuation = start(previous_member_history, feature_names, seed, config, method)
     if continuation.note is not None:
         LOGGER.warning("%s", continuation.note)
     history = continuation.history or MemberHistory()
@@ -52,10 +56,11 @@ def start_history(previous_member_history: MemberHistory, feature_names: list[st
 
 
 def train_members(inverted_data: np.ndarray, feature_names: list[str], training: dict, views: dict, runtime: dict,
-                  members: dict, ranking: dict, history_start: dict, selection: dict, baselines: dict
-                  ) -> tuple[dict, pd.DataFrame, dict[str, np.ndarray]]:
+                  members: dict, ranking: dict, history_start: dict, selection: dict, baselines: dict,
+                  measured_data: np.ndarray) -> tuple[dict, pd.DataFrame, dict[str, np.ndarray]]:
     """The training step (:func:`iclfs.chain.train`) at ``history_start["seed"]``: ICLFS's members, or
-    another ``selection.method`` at every k of the grid.
+    another ``selection.method`` at every k of the grid (variance and dispersion read ``measured_data``,
+    the table before standardization).
 
     Returns
     -------
@@ -83,7 +88,9 @@ def train_members(inverted_data: np.ndarray, feature_names: list[str], training:
     method = settings.selection.method
     if method != "iclfs":
         started = time.perf_counter()
-        trained = train(standardized, feature_names, settings, seed, grid, (baselines or {}).get(method))
+        measured = measured_data if measured_data.shape == standardized.shape else None
+        trained = train(standardized, feature_names, settings, seed, grid, (baselines or {}).get(method),
+                        measured=measured)
         return method_outputs(trained, method, time.perf_counter() - started)
     # On a Dask cluster each member is a task of its own; the chain's step takes them as trained here.
     trainings = train_members_here(inverted_data, settings.training, settings.views, settings.runtime,

@@ -17,7 +17,7 @@ def create_pipeline(carry_history: bool = True, **kwargs) -> Pipeline:
                  outputs="history_start", name="start_history"),
             Node(train_members, inputs=["inverted_data", "feature_names", "params:training", "params:views",
                                         "params:runtime", "params:members", "params:ranking", "history_start",
-                                        "params:selection", "params:baselines"],
+                                        "params:selection", "params:baselines", "measured_data"],
                  outputs=_OUTPUTS, name="train_members"),
         ]
     else:

@@ -1,0 +1,262 @@
+"""The project's commands: ``iclfs`` / ``kedro run`` with its own options, and ``kedro dag SOURCE``."""
+
+from __future__ import annotations
+
+import ast
+import logging
+import sys
+import warnings
+from pathlib import Path
+
+import click
+import pytest
+import yaml
+from click.testing import CliRunner
+from kedro.framework.cli.project import run as kedro_run
+from kedro.framework.startup import bootstrap_project
+
+from iclfs import cli
+from iclfs.pipelines._sources import SourceError
+from tests.project_copy import copy_project
+
+pytestmark = pytest.mark.filterwarnings("ignore:register_new_resolver:UserWarning")  # omegaconf's, in Kedro
+
+
+@pytest.fixture(autouse=True)
+def root_handlers():
+    """The commands swap the root logger's handlers off a terminal (plain_off_terminal): put them back."""
+    root = logging.getLogger()
+    handlers = list(root.handlers)
+    yield
+    root.handlers[:] = handlers
+
+
+# --- iclfs --help -------------------------------------------------------------------------------------------
+
+
+def test_help_names_the_projects_own_options_and_is_not_kedros_generic_text():
+    result = CliRunner().invoke(cli.run, ["--help"])
+    assert result.exit_code == 0, result.output
+    for option in ("--source", "--input", "--orientation", "--method", "--k"):
+        assert f"\n  {option} " in result.output, option
+    assert "Run the pipeline." not in result.output
+    assert "iclfs --source expr" in result.output
+    assert "[samples_in_rows|features_in_rows]" in result.output
+    # Kedro's own options are all still there, and the project's --verbose
+    for option in ("--pipelines", "--params", "--env", "--verbose"):
+        assert f" {option} " in result.output, option
+
+
+def test_the_group_holds_run_and_dag():
+    assert sorted(cli.cli.commands) == ["dag", "run"]
+
+
+# --- the options as runtime parameters ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("own, expected", [
+    ({"method": "ndfs"}, {"selection": {"method": "ndfs"}}),
+    ({"k": 100}, {"selection": {"k": 100}}),
+    ({"source": "expr"}, {"source": "expr"}),
+    ({"input": "data/01_raw/expr.tsv", "orientation": "features_in_rows"},
+     {"input": "data/01_raw/expr.tsv", "orientation": "features_in_rows"}),
+    ({"source": None, "input": None, "orientation": None, "method": None, "k": None}, {}),
+    ({"method": "ls", "k": 7}, {"selection": {"method": "ls", "k": 7}}),
+])
+def test_own_options_map_to_runtime_params(own, expected):
+    assert cli._with_own_options(None, own) == expected
+
+
+def test_own_options_join_the_params_given_and_leave_them_untouched():
+    given = {"selection": {"k_values": [5, 10]}, "training": {"epochs": 1}}
+    assert cli._with_own_options(given, {"method": "ndfs", "k": 5}) == {
+        "selection": {"k_values": [5, 10], "method": "ndfs", "k": 5}, "training": {"epochs": 1}}
+    assert given == {"selection": {"k_values": [5, 10]}, "training": {"epochs": 1}}
+
+
+def test_an_option_given_both_ways_that_agrees_is_kept_once():
+    assert cli._with_own_options({"selection": {"k": 100}}, {"k": 100}) == {"selection": {"k": 100}}
+
+
+@pytest.mark.parametrize("params, own, message", [
+    ({"selection": {"k": 50}}, {"k": 100}, "--k 100 and --params selection.k=50 disagree: give it once"),
+    ({"selection": {"method": "ls"}}, {"method": "ndfs"},
+     "--method 'ndfs' and --params selection.method='ls' disagree: give it once"),
+    ({"source": "other"}, {"source": "expr"}, "--source 'expr' and --params source='other' disagree: give it once"),
+])
+def test_an_option_given_both_ways_that_disagrees_is_refused(params, own, message):
+    with pytest.raises(click.BadParameter) as caught:
+        cli._with_own_options(params, own)
+    assert caught.value.message == message
+
+
+@pytest.fixture
+def kedro_callback(monkeypatch):
+    """Kedro's run, replaced by one that records what it was given: the command's wiring, without a run."""
+    calls: list[dict] = []
+    monkeypatch.setattr(kedro_run, "callback", lambda **kwargs: calls.append(kwargs))
+    return calls
+
+
+def test_the_command_hands_the_options_to_kedro_as_params(kedro_callback):
+    result = CliRunner().invoke(cli.run, ["--source", "expr", "--method", "ndfs", "--k", "7", "--params",
+                                          "training.epochs=1"])
+    assert result.exit_code == 0, result.output
+    assert len(kedro_callback) == 1
+    assert kedro_callback[0]["params"] == {"training": {"epochs": 1}, "source": "expr",
+                                           "selection": {"method": "ndfs", "k": 7}}
+    assert not {"source", "input", "orientation", "method", "k", "verbose"} & set(kedro_callback[0])
+
+
+def test_the_command_refuses_an_option_given_both_ways_that_disagrees(kedro_callback):
+    result = CliRunner().invoke(cli.run, ["--k", "100", "--params", "selection.k=50"])
+    assert result.exit_code == 2
+    assert "--k 100 and --params selection.k=50 disagree: give it once" in result.output
+    assert kedro_callback == []
+
+
+@pytest.mark.parametrize("args", [["--k", "0"], ["--orientation", "genes_in_rows"]])
+def test_the_command_refuses_values_its_options_cannot_take(kedro_callback, args):
+    result = CliRunner().invoke(cli.run, args)
+    assert result.exit_code == 2
+    assert f"Invalid value for '{args[0]}'" in result.output
+    assert kedro_callback == []
+
+
+def test_an_undeclared_source_ends_the_run_with_one_message(monkeypatch, tmp_path):
+    def refuse(**kwargs):
+        raise SourceError("data source 'exp' is not declared (did you mean 'expr'?): declared sources: expr")
+
+    monkeypatch.setattr(kedro_run, "callback", refuse)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli.run, ["--source", "exp"])
+    assert result.exit_code == 1
+    assert "Error: data source 'exp' is not declared (did you mean 'expr'?): declared sources: expr" in result.output
+    assert "Traceback" not in result.output
+    assert "SourceError" in (tmp_path / "logs" / "last_error.log").read_text()
+
+
+# --- kedro dag SOURCE ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch) -> Path:
+    """A copy of the project declaring the source ``expr`` (its file exists), as the working directory."""
+    root = tmp_path / "project"
+    local = copy_project(root)
+    raw = root / "data" / "01_raw" / "expr.csv"
+    raw.parent.mkdir(parents=True)
+    raw.write_text("g1,g2\n1,2\n3,4\n")
+    (local / "parameters_sources.yml").write_text(
+        yaml.safe_dump({"sources": {"expr": {"input": "data/01_raw/expr.csv"}}}))
+    monkeypatch.chdir(root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bootstrap_project(root)
+    return root
+
+
+def dag_call(tree: ast.Module) -> dict:
+    """The keyword arguments of the ``@dag(...)`` decorator, as Python values where they are literals."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "dag":
+            return {kw.arg: kw.value for kw in node.keywords}
+    raise AssertionError("no @dag(...) call")
+
+
+def test_dag_writes_a_dag_that_compiles_with_the_schedule_and_the_command(project):
+    result = CliRunner().invoke(cli.dag, ["expr"])
+    assert result.exit_code == 0, result.output
+    path = project / "airflow_dags" / "iclfs_expr.py"
+    assert result.output.strip() == (f"wrote {path}: the DAG 'iclfs_expr' refreshes 'expr' "
+                                     "(schedule \"0 3 * * *\")")
+    text = path.read_text()
+    tree = ast.parse(text)
+    compile(text, str(path), "exec")
+    call = dag_call(tree)
+    assert ast.literal_eval(call["dag_id"]) == "iclfs_expr"
+    assert ast.literal_eval(call["schedule"]) == "0 3 * * *"  # conf/base/airflow.yml's
+    assert ast.literal_eval(call["max_active_runs"]) == 1
+    assert ast.literal_eval(call["catchup"]) is False
+    assert "max_active_runs=1" in text and "skip_on_exit_code=None" in text
+    assert f"PROJECT = {str(project)!r}" in text
+    assert f"COMMAND = '{sys.executable} -m iclfs --pipelines select --source expr --env local'" in text
+    assert "def iclfs_expr():" in text
+    assert sorted(p.name for p in path.parent.iterdir()) == ["iclfs_expr.py"]  # no partial file left
+
+
+def test_dag_takes_its_schedule_and_retries_from_conf_local(project):
+    (project / "conf" / "local" / "airflow.yml").write_text(
+        yaml.safe_dump({"select": {"schedule": "30 4 * * 1", "retries": 0, "retry_delay": 9}}))
+    result = CliRunner().invoke(cli.dag, ["expr"])
+    assert result.exit_code == 0, result.output
+    text = (project / "airflow_dags" / "iclfs_expr.py").read_text()
+    call = dag_call(ast.parse(text))
+    assert ast.literal_eval(call["schedule"]) == "30 4 * * 1"
+    assert ast.literal_eval(call["max_active_runs"]) == 1  # the default, where conf/local leaves it out
+    assert '"retries": 0' in text and "pendulum.duration(minutes=9)" in text
+    assert "(schedule \"30 4 * * 1\")" in result.output
+
+
+def test_dag_refuses_an_undeclared_source_and_writes_nothing(project):
+    result = CliRunner().invoke(cli.dag, ["exp"])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: data source 'exp' is not declared (did you mean 'expr'?): declared "
+                                    "sources: expr.")
+    assert not (project / "airflow_dags").exists()
+
+
+def test_dag_refuses_a_declared_source_whose_file_is_gone(project):
+    (project / "data" / "01_raw" / "expr.csv").unlink()
+    result = CliRunner().invoke(cli.dag, ["expr"])
+    assert result.exit_code == 1
+    assert f"Error: sources.expr.input: {project / 'data/01_raw/expr.csv'} does not exist" in result.output
+    assert not (project / "airflow_dags").exists()
+
+
+def test_dag_refuses_an_unknown_key_in_airflow_conf_and_writes_nothing(project):
+    (project / "conf" / "local" / "airflow.yml").write_text(yaml.safe_dump({"select": {"schedul": "0 4 * * *"}}))
+    result = CliRunner().invoke(cli.dag, ["expr"])
+    assert result.exit_code == 1
+    assert result.output.startswith("Error: conf/local/airflow.yml select: unknown key(s) schedul; known: schedule, "
+                                    "start_date, catchup, max_active_runs, owner, retries, retry_delay")
+    assert not (project / "airflow_dags").exists()
+
+
+def test_dag_writes_where_target_dir_says(project):
+    result = CliRunner().invoke(cli.dag, ["expr", "--target-dir", "deploy/dags"])
+    assert result.exit_code == 0, result.output
+    assert (project / "deploy" / "dags" / "iclfs_expr.py").is_file()
+    assert not (project / "airflow_dags").exists()
+
+
+@pytest.mark.parametrize("select, key", [
+    ('{start_date: "2026-01-01"}', "start_date"),
+    ("{start_date: 2026-01-01}", "start_date"),
+    ("{schedule: null}", "schedule"),
+    ('{catchup: "no"}', "catchup"),
+])
+def test_dag_values_that_python_cannot_hold_are_refused_or_written_as_python(project, select, key):
+    (project / "conf" / "local" / "airflow.yml").write_text(f"select: {select}\n")
+    result = CliRunner().invoke(cli.dag, ["expr"])
+    path = project / "airflow_dags" / "iclfs_expr.py"
+    if result.exit_code == 1:  # refused: naming the key, writing nothing
+        assert key in result.output and not path.exists()
+        return
+    assert result.exit_code == 0, result.output
+    text = path.read_text()
+    compile(text, str(path), "exec")
+    value = dag_call(ast.parse(text))[key]
+    for node in ast.walk(value):  # every name the value uses is defined: literals, and pendulum's calls
+        assert not isinstance(node, ast.Name) or node.id == "pendulum", ast.unparse(value)
+
+
+def test_params_keep_a_list_whole_where_kedro_would_split_it_at_every_comma():
+    option = next(p for p in cli.run.params if p.name == "params")
+    context = click.Context(cli.run)
+    assert option.callback(context, option, "selection.k_values=[50,100],training.epochs=3") == {
+        "selection": {"k_values": [50, 100]}, "training": {"epochs": 3}}
+    assert option.callback(context, option, "training.epochs=3,selection.k=5") == {
+        "training": {"epochs": 3}, "selection": {"k": 5}}
+    with pytest.raises(click.UsageError, match=r"Item `\[1,2\]` must contain a key and a value"):
+        option.callback(context, option, "selection.k=5,[1,2]")
