@@ -260,3 +260,13 @@ def test_params_keep_a_list_whole_where_kedro_would_split_it_at_every_comma():
         "training": {"epochs": 3}, "selection": {"k": 5}}
     with pytest.raises(click.UsageError, match=r"Item `\[1,2\]` must contain a key and a value"):
         option.callback(context, option, "selection.k=5,[1,2]")
+
+
+def test_dag_refuses_a_section_it_does_not_read_naming_it(project):
+    # kedro-airflow's airflow.yml had a `default:` section: not read now, so refused rather than ignored
+    (project / "conf" / "local" / "airflow.yml").write_text("default: {schedule: '@hourly'}\n")
+    result = CliRunner().invoke(cli.dag, ["expr"])
+    assert result.exit_code == 1
+    assert "conf/local/airflow.yml: section(s) default are not read; the DAG's settings are the keys of select:" \
+        in result.output
+    assert not (project / "airflow_dags").exists()

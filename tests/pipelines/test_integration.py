@@ -242,3 +242,13 @@ def test_a_run_refused_by_its_checks_leaves_no_mlflow_run(project):
         run_session(project, runtime_params={"selection": {"k": 7}})
     assert not (project / "data").exists() or not any((project / "data").rglob("*.csv"))
     assert (not (project / "mlflow.db").exists()) or mlflow_runs(project) == []  # the MLflow run starts with a node
+
+
+def test_an_mlflow_conf_of_kedro_mlflow_is_refused_naming_its_keys(project):
+    from iclfs.method._config import ParameterError
+
+    (project / "conf/local/mlflow.yml").write_text(yaml.safe_dump({"server": {"mlflow_tracking_uri": "x"}}))
+    with pytest.raises(ParameterError, match=r"mlflow.yml: unknown key\(s\) server; its keys are tracking_uri, "
+                                             r"experiment and enabled"):
+        run_session(project)
+    assert not (project / "data").exists()

@@ -82,10 +82,14 @@ def write_dag(source: str, env: str = "local", target: Path = Path("airflow_dags
                                           **settings.CONFIG_LOADER_ARGS)  # refuses an undeclared source
     loader["parameters"]
     try:
-        airflow = dict(loader["airflow"]).get("select") or {}
+        sections = dict(loader["airflow"])
     except (KeyError, MissingConfigException):
-        airflow = {}
-    options = _options(airflow, env)
+        sections = {}
+    others = sorted(set(sections) - {"select"})
+    if others:  # kedro-airflow's `default:` section, say: not read, so refused rather than ignored
+        raise SourceError(f"conf/{env}/airflow.yml: section(s) {', '.join(others)} are not read; the DAG's "
+                          f"settings are the keys of select: ({', '.join(DEFAULTS)})")
+    options = _options(sections.get("select") or {}, env)
     function = "iclfs_" + re.sub(r"\W", "_", source)
     # every value enters the Python file as its Python literal (repr)
     values = {key: repr(value) for key, value in options.items() if key != "start_date"}

@@ -52,6 +52,7 @@ from kedro.framework.hooks import hook_impl
 
 from iclfs.io._kedro import artifact_folder, save_version, version_file
 from iclfs.io.datasets._versioned import VersionedArtifact
+from iclfs.method._config import ParameterError
 
 LOGGER = logging.getLogger(__name__)
 METADATA_KEY = "mlflow_artifact_path"
@@ -212,6 +213,11 @@ class TrackingHook:
             config = dict(loader["mlflow"])
         except MissingConfigException:
             config = {}
+        unknown = sorted(set(config) - {"tracking_uri", "experiment", "enabled"})
+        if unknown:  # kedro-mlflow's keys (server:, tracking:, ui:) would be ignored in silence
+            raise ParameterError(
+                f"mlflow.yml: unknown key(s) {', '.join(unknown)}; its keys are tracking_uri, experiment and enabled "
+                "(docs/guides/tracking.md; kedro-mlflow's server.mlflow_tracking_uri is now tracking_uri)")
         self.uri = str(config.get("tracking_uri") or DEFAULT_URI)
         self.experiment = str(config.get("experiment") or DEFAULT_EXPERIMENT)
         self.enabled = bool(config.get("enabled", True))
