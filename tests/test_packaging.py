@@ -77,7 +77,7 @@ def test_the_core_install_gives_a_working_selector_without_kedro(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     code = ("import importlib.util as u, numpy as np; from iclfs import ICLFSSelector; "
             "X = np.random.default_rng(0).normal(size=(30, 20)); "
-            "s = ICLFSSelector(5, members=2, member_epochs=1, device='cpu').fit(X); "
+            "s = ICLFSSelector(5, members=2, epochs=1, device='cpu').fit(X); "
             "print(s.transform(X).shape, [m for m in ('kedro', 'mlflow', 'matplotlib') if u.find_spec(m)])")
     ran = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr[-3000:]

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow  # a browser, subprocesses or whole Kedro sessions
 # grid without it (a source bug, see tests/evaluation/test_report.py).
 PARAMETERS = {
     "training": {"epochs": 1},
-    "consensus": {"member_epochs": 1},  # one epoch per member too, whatever the default consensus is
+    "members": {"epochs": 1},  # one epoch per member too, whatever the default members are
     "runtime": {"device": "cpu", "num_threads": 1, "progress": False},
     "selection": {"k": 5, "k_values": [5, 10, 50]},
     "evaluation": {"n_runs": 2},

@@ -243,7 +243,7 @@ def train(
     seed : int
         Seeds the weights, the dropout and the views.
     epochs : int, optional
-        Epochs to run; ``training.epochs`` when None (a consensus member runs ``consensus.member_epochs``).
+        Epochs to run; ``training.epochs`` when None (a member runs ``members.epochs``).
     progress : Progress, optional
         Counts this network's epochs (a run's members share one); else its own, logging when
         ``runtime.progress``.

@@ -42,6 +42,7 @@ import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -129,11 +130,39 @@ def _check_server(uri: str, timeout: float) -> None:
                            f"({getattr(err, 'reason', err)})") from None
 
 
-def _check_sqlite(uri: str) -> None:
+def _sqlite_path(uri: str) -> Path | None:
+    """The file of a ``sqlite`` store; None for another scheme or an in-memory store."""
+    if urllib.parse.urlsplit(uri).scheme != "sqlite":
+        return None
     raw = uri[len("sqlite:///"):] if uri.startswith("sqlite:///") else uri[len("sqlite://"):]
-    if raw in ("", ":memory:"):
+    return None if raw in ("", ":memory:") else Path(raw)
+
+
+@contextlib.contextmanager
+def _opened_alone(uri: str) -> Iterator[None]:
+    """One process at a time opens a SQLite store. MLflow makes a new store's tables on first use, and two runs
+    started together on a fresh project would both make them, and one fail ("table ... already exists"): the
+    store's folder is locked meanwhile (no file of its own: a folder can be locked)."""
+    path = _sqlite_path(uri)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover  (Windows: one first run at a time is the user's to keep)
+        fcntl = None
+    if path is None or fcntl is None:
+        yield
         return
-    path = Path(raw)
+    handle = os.open(path.parent if str(path.parent) else ".", os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(handle)  # lets go of the lock
+
+
+def _check_sqlite(uri: str) -> None:
+    path = _sqlite_path(uri)
+    if path is None:
+        return
     if path.is_dir():
         raise _refuse(uri, f"is a folder ({path}), not a SQLite file")
     if not path.exists():
@@ -266,11 +295,12 @@ class TrackingHook:
 
         try:
             mlflow.set_tracking_uri(self.uri)
-            experiment = mlflow.get_experiment_by_name(self.experiment)
-            if experiment is None:
-                with contextlib.suppress(Exception):  # a concurrent first run may have made it
-                    mlflow.create_experiment(self.experiment)
+            with _opened_alone(self.uri):
                 experiment = mlflow.get_experiment_by_name(self.experiment)
+                if experiment is None:
+                    with contextlib.suppress(Exception):  # a concurrent first run on a server may have made it
+                        mlflow.create_experiment(self.experiment)
+                    experiment = mlflow.get_experiment_by_name(self.experiment)
             self._run = mlflow.start_run(experiment_id=experiment.experiment_id, run_name=name, tags=tags)
             mlflow.log_params({key: str(value)[:6000] for key, value in params.items()})
         except Exception as err:  # noqa: BLE001  (any store fault: one message, nothing written)
