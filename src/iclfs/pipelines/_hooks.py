@@ -16,15 +16,15 @@ The MLflow run is :class:`iclfs.pipelines._tracking.TrackingHook`'s; the run rec
 from __future__ import annotations
 
 import logging
-import sys
 import os
+import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kedro.framework.hooks import hook_impl
 from kedro.io import AbstractVersionedDataset
 
-from iclfs.io._kedro import save_version, version_file
+from iclfs.io._kedro import artifact_folder, save_version, version_file
 
 LOGGER = logging.getLogger(__name__)
 METADATA_KEY = "mlflow_artifact_path"
@@ -85,12 +85,11 @@ class ParameterCheckHook:
 
 def saved_path(dataset: Any) -> Path | None:
     """The local file a dataset's latest save wrote, or None if it has no file."""
-    filepath = getattr(dataset, "_filepath", None)
-    if filepath is None:
+    if getattr(dataset, "_filepath", None) is None:  # no file (a memory dataset, the embedded table)
         return None
     if isinstance(dataset, AbstractVersionedDataset) and save_version(dataset) is not None:
         return version_file(dataset, dataset.resolve_save_version())
-    return Path(str(filepath))
+    return Path(str(artifact_folder(dataset)))
 
 
 class OutputNotWritableError(PermissionError):
