@@ -137,6 +137,15 @@ def test_a_stability_section_escapes_the_names_that_entered_and_left():
     assert html.index("<td>3</td>") < html.index("<td>6</td>")  # the chosen k first
 
 
+
+def test_a_stability_section_shows_ten_names_per_cell_and_counts_the_rest():
+    entered = [f"e{j}" for j in range(15)]
+    html = report.stability_section({"previous_version": "2026-01-01T00.00.00.000Z",
+                                     "per_k": {"20": {"jaccard": 0.2, "overlap": 5, "rank_correlation": 0.1,
+                                                      "entered": entered, "left": ["gone"]}}}, 20)
+    assert ", ".join(entered[:10]) + " ... and 5 more (selection_stability.json)" in html
+    assert "e10" not in html and "<td class=\"text\">gone</td>" in html
+
 # --- labels or not ----------------------------------------------------------------
 
 

@@ -43,6 +43,12 @@ RECORD = "run_record"
 PUBLISHED_LAYERS = ("07_model_output", "08_reporting")
 
 
+def pipelines_run(run_params: dict) -> list[str]:
+    """The pipelines a run ran, by name: a run without ``--pipelines`` ran ``__default__``, which is ``select``."""
+    names = run_params.get("pipeline_names") or [run_params.get("pipeline_name") or "__default__"]
+    return ["select" if str(name) == "__default__" else str(name) for name in names]
+
+
 class RunRecordError(RuntimeError):
     """A stage run cannot be given one run's versions; the message names the artifacts and versions."""
 
@@ -202,7 +208,7 @@ class RunRecordHook:
                 for name, dataset in _artifacts(pipeline.inputs(), catalog).items()}
         record = {
             "run": save_version(catalog.get(RECORD)),
-            "pipelines": run_params.get("pipeline_names") or [run_params.get("pipeline_name") or "__default__"],
+            "pipelines": pipelines_run(run_params),
             "finished": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "input": (run_params.get("runtime_params") or {}).get("input"),
             "method": _method(catalog),

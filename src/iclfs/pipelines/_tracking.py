@@ -55,6 +55,8 @@ from iclfs.io._kedro import artifact_folder, save_version, version_file
 from iclfs.io.datasets._versioned import VersionedArtifact
 from iclfs.method._config import ParameterError
 
+from ._runs import pipelines_run
+
 LOGGER = logging.getLogger(__name__)
 METADATA_KEY = "mlflow_artifact_path"
 DEFAULT_URI = "sqlite:///mlflow.db"
@@ -264,11 +266,11 @@ class TrackingHook:
         method = (parameters.get("selection") or {}).get("method", "iclfs")
         self.method = str(method)
         source = _source_of(catalog) or "benchmark"
-        names = run_params.get("pipeline_names") or ["__default__"]
+        names = pipelines_run(run_params)
         benchmark = any(str(n).startswith("benchmark") for n in names)
         version = run_params.get("run_id") or run_params.get("session_id") or ""
         name = f"benchmark · {version}" if benchmark else f"{source} · {method} · {version}"
-        tags = {"pipeline": ",".join(map(str, names)), "runner": runner_name(run_params.get("runner", "")),
+        tags = {"pipeline": ",".join(names), "runner": runner_name(run_params.get("runner", "")),
                 "project_path": str(run_params.get("project_path")),
                 "env": str(run_params.get("env") or self.env), "data_source": source, "method": method,
                 "version": str(version), "kedro_version": str(run_params.get("kedro_version"))}

@@ -45,6 +45,7 @@ SECTIONS = {
     "stability": "Stability against the previous run",
 }
 NO_LABELS = "no labels: the k-means accuracy was not evaluated"
+NAMES_SHOWN = 10  # the names that entered or left the list at each k, in the report's table
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1100px;
@@ -134,12 +135,12 @@ def note(text: str) -> str:
 
 
 def header_html(ground_truth: Mapping, shape: tuple[int, int], labels: Mapping, k_choice: Mapping) -> str:
-    """The title and the facts: source, shape, labels, the chosen k and why."""
+    """The title and the facts: the table read, its shape, labels, the chosen k and why."""
     source = ground_truth.get("source") or "unknown"
     n_samples, n_features = shape
     classes = list(labels.get("classes") or []) if labels else []
     label_text = f"{len(classes)} classes" if labels and labels.get("codes") else "no labels"
-    facts = [("data source", esc(source)),
+    facts = [("table", esc(source)),  # the file read (the data source is a folder of runs)
              ("shape", f"{n_samples} samples &times; {n_features} features"),
              ("labels", esc(label_text)),
              ("chosen k", esc(k_choice.get("k"))),
@@ -301,7 +302,7 @@ def stability_sentences(selection_stability: Mapping) -> list[str]:
     row = per_k.get(found.get("k")) or per_k.get(str(found.get("k"))) or {}  # the list at the run's own k
     gone = list(row.get("left_table") or [])
     if gone:
-        lines.append(f"left the table, and so the list of {found['k']}: {', '.join(map(str, gone[:20]))}")
+        lines.append(f"left the table, and so the list of {found['k']}: {some(gone, 20)}")
     for key, what in (("lists", "the last {n} lists"), ("members", "the {n} members' first k")):
         value = found.get(key)
         if value and value.get("phi") is not None and value["phi"] == value["phi"]:  # nan: no spread
@@ -318,6 +319,13 @@ def stability_sentences(selection_stability: Mapping) -> list[str]:
     return lines
 
 
+def some(names: Sequence, limit: int = NAMES_SHOWN) -> str:
+    """Up to ``limit`` names, then how many more (every name is in selection_stability.json)."""
+    names = [str(name) for name in names]
+    shown = ", ".join(names[:limit])
+    return shown + (f" ... and {len(names) - limit} more (selection_stability.json)" if len(names) > limit else "")
+
+
 def stability_section(selection_stability: Mapping, k: int) -> str:
     """Nogueira's Phi, and the overlap with the previous run's selection per k (the chosen k first)."""
     sentences = "".join(f"<p>{esc(line)}.</p>" for line in stability_sentences(selection_stability))
@@ -331,8 +339,7 @@ def stability_section(selection_stability: Mapping, k: int) -> str:
         value = per_k[kk]
         rows.append({"k": kk, "jaccard": value.get("jaccard"), "overlap": value.get("overlap"),
                      "rank_correlation": value.get("rank_correlation"),
-                     "entered": ", ".join(map(str, value.get("entered", []))),
-                     "left": ", ".join(map(str, value.get("left", []))),
+                     "entered": some(value.get("entered", [])), "left": some(value.get("left", [])),
                      "note": value.get("message", "")})
     body = sentences + f"<p>Compared with the selection of version {esc(previous)}.</p>"
     body += html_table(pd.DataFrame(rows), classes={"entered": "text", "left": "text", "note": "text"})
