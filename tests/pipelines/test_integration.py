@@ -48,6 +48,10 @@ def test_default_run_writes_versioned_artifacts_and_an_mlflow_run(project):
     assert run.data.params["selection.k_values"] == "[5, 10]"
     assert not any(key.startswith("baselines.") for key in run.data.params)  # the method's own parameters only
     assert run.data.tags["runner"] == "SequentialRunner" and run.data.tags["data_source"] == "synthetic"
+    assert run.data.tags["pipeline"] == "select"  # no --pipelines: the default, which is select, by its name
+    record = json.loads((project / "data/08_reporting/synthetic/run_record.json" / version / "run_record.json")
+                        .read_text())
+    assert record["pipelines"] == ["select"]
     client = mlflow.MlflowClient()
     assert [m.step for m in client.get_metric_history(run.info.run_id, "loss")] == [1, 2]  # one value an epoch
     # metrics at the list's k under plain names: never a step per k
