@@ -94,11 +94,6 @@ def _normalized_affinity(W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return W / sqrt_degree[:, None] / sqrt_degree[None, :], sqrt_degree
 
 
-# ------------------------------------------------------------ Laplacian score
-
-
-
-
 # ---------------------------------------------------------------------- SPEC
 
 
@@ -157,8 +152,6 @@ def spec_scores(X: np.ndarray, gamma: float | None = None) -> np.ndarray:
     idx = np.flatnonzero(ok)[finite]
     scores[idx] = numerator[finite] / denominator[finite]
     return scores
-
-
 
 
 # ---------------------------------------------------------------------- MCFS
@@ -266,8 +259,6 @@ def mcfs_scores(
     else:
         _check_cardinality("n_nonzero", n_nonzero, d)
     return _mcfs_scores_at(X, n_clusters, n_neighbors, [n_nonzero])[0]
-
-
 
 
 def mcfs_selections(
@@ -433,8 +424,6 @@ def ndfs_scores(
         W = _ndfs_w(X, F, w_scale, factor)
         w_scale = 2.0 * np.sqrt(np.einsum("ij,ij->i", W, W) + _EPS)
     return np.linalg.norm(W, axis=1)
-
-
 
 
 # ----------------------------------------------------------- the registry's entries

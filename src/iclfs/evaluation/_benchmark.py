@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 
 from iclfs import baselines
-
-LOGGER = logging.getLogger(__name__)
 from iclfs.evaluation._protocol import kmeans_scores
 from iclfs.method._config import RuntimeConfig, Settings
+
+LOGGER = logging.getLogger(__name__)
 
 # Letters of the paper's progressive ablation names, in the paper's order.
 _ABLATION_LETTERS = ("L", "D", "A", "R")

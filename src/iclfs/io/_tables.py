@@ -150,8 +150,6 @@ def parse_feature_table(
     return _from_samples_in_rows(frame, source, label_column, id_column)
 
 
-
-
 def find_dataset(name: str, folders: Sequence[str | Path]) -> Path:
     """``<folder>/<name>.mat`` in the first of ``folders`` that has it (the scikit-feature benchmark files)."""
     for folder in folders:

@@ -93,7 +93,7 @@ def as_numeric_matrix(X: object, source: str = "data") -> np.ndarray:
     if hasattr(X, "dtypes") and hasattr(X, "columns"):  # pandas DataFrame
         if X.size == 0:
             raise DataValidationError(f"{source}: the data matrix is empty (shape {X.shape}).")
-        bad = [j for j, t in enumerate(X.dtypes) if not (t.kind in "biuf")]
+        bad = [j for j, t in enumerate(X.dtypes) if t.kind not in "biuf"]
         if bad:
             shown = ", ".join(repr(str(X.columns[j])) for j in bad[:5])
             more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""

@@ -18,6 +18,7 @@ from ._config import ViewConfig
 #: The random view's keep ratio (ablation WLDAR; not stated in the paper, our choice).
 RANDOM_KEEP = 0.5
 
+
 @dataclass
 class Views:
     """One epoch's views, each of shape (d, n) like the anchor map.
