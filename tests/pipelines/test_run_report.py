@@ -143,7 +143,7 @@ def test_a_stability_section_shows_ten_names_per_cell_and_counts_the_rest():
     html = report.stability_section({"previous_version": "2026-01-01T00.00.00.000Z",
                                      "per_k": {"20": {"jaccard": 0.2, "overlap": 5, "rank_correlation": 0.1,
                                                       "entered": entered, "left": ["gone"]}}}, 20)
-    assert ", ".join(entered[:10]) + " ... and 5 more (selection_stability.json)" in html
+    assert ", ".join(entered[:10]) + " and 5 more (selection_stability.json)" in html
     assert "e10" not in html and "<td class=\"text\">gone</td>" in html
 
 # --- labels or not ----------------------------------------------------------------

@@ -45,7 +45,9 @@ SECTIONS = {
     "stability": "Stability against the previous run",
 }
 NO_LABELS = "no labels: the k-means accuracy was not evaluated"
-NAMES_SHOWN = 10  # the names that entered or left the list at each k, in the report's table
+NAMES_LISTED = 20  # names a sentence lists of the features or samples that came or went
+NAMES_A_CELL = 10  # names a cell of the per-k table lists of those that entered or left the list
+EVERY_NAME = " (selection_stability.json)"  # where the names a list leaves out are
 
 CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1100px;
@@ -250,9 +252,12 @@ def pca_section(standardized_data: np.ndarray, feature_list: pd.DataFrame, label
     return section_html("pca", figure_html(fig, "PCA of the samples on all and on the selected features", caption))
 
 
-def _names(names: list, total: int) -> str:
-    shown = ", ".join(map(str, names))
-    return shown + (f" and {total - len(names)} more" if total > len(names) else "")
+def _names(names: Sequence, total: int | None = None, where: str = "") -> str:
+    """``names`` joined, then how many of ``total`` (all of them: ``len(names)``) are not, and ``where`` they
+    are."""
+    names = [str(name) for name in names]
+    more = (len(names) if total is None else total) - len(names)
+    return ", ".join(names) + (f" and {more} more{where}" if more > 0 else "")
 
 
 def change_sentences(changes: Mapping | None) -> list[str]:
@@ -302,7 +307,8 @@ def stability_sentences(selection_stability: Mapping) -> list[str]:
     row = per_k.get(found.get("k")) or per_k.get(str(found.get("k"))) or {}  # the list at the run's own k
     gone = list(row.get("left_table") or [])
     if gone:
-        lines.append(f"left the table, and so the list of {found['k']}: {some(gone, 20)}")
+        lines.append(f"left the table, and so the list of {found['k']}: "
+                     f"{_names(gone[:NAMES_LISTED], len(gone), EVERY_NAME)}")
     for key, what in (("lists", "the last {n} lists"), ("members", "the {n} members' first k")):
         value = found.get(key)
         if value and value.get("phi") is not None and value["phi"] == value["phi"]:  # nan: no spread
@@ -319,13 +325,6 @@ def stability_sentences(selection_stability: Mapping) -> list[str]:
     return lines
 
 
-def some(names: Sequence, limit: int = NAMES_SHOWN) -> str:
-    """Up to ``limit`` names, then how many more (every name is in selection_stability.json)."""
-    names = [str(name) for name in names]
-    shown = ", ".join(names[:limit])
-    return shown + (f" ... and {len(names) - limit} more (selection_stability.json)" if len(names) > limit else "")
-
-
 def stability_section(selection_stability: Mapping, k: int) -> str:
     """Nogueira's Phi, and the overlap with the previous run's selection per k (the chosen k first)."""
     sentences = "".join(f"<p>{esc(line)}.</p>" for line in stability_sentences(selection_stability))
@@ -339,7 +338,8 @@ def stability_section(selection_stability: Mapping, k: int) -> str:
         value = per_k[kk]
         rows.append({"k": kk, "jaccard": value.get("jaccard"), "overlap": value.get("overlap"),
                      "rank_correlation": value.get("rank_correlation"),
-                     "entered": some(value.get("entered", [])), "left": some(value.get("left", [])),
+                     **{key: _names(value.get(key, [])[:NAMES_A_CELL], len(value.get(key, [])), EVERY_NAME)
+                        for key in ("entered", "left")},
                      "note": value.get("message", "")})
     body = sentences + f"<p>Compared with the selection of version {esc(previous)}.</p>"
     body += html_table(pd.DataFrame(rows), classes={"entered": "text", "left": "text", "note": "text"})

@@ -77,9 +77,6 @@ def reduce_data(raw_data: FeatureTable, feature_list: pd.DataFrame, ground_truth
     return reduced
 
 
-NAMES_SHOWN = 20  # feature and sample names a report lists of those that came or went
-
-
 def compare_tables(feature_names: list[str], ground_truth: dict, previous_feature_names: pd.DataFrame,
                    previous_ground_truth: pd.DataFrame) -> dict:
     """What changed in the table since the previous complete run on this data source (of any method).
@@ -104,10 +101,11 @@ def compare_tables(feature_names: list[str], ground_truth: dict, previous_featur
     present, earlier = set(map(str, feature_names)), set(before)
     dropped = [n for n in before if n not in present]
     added = [str(n) for n in feature_names if str(n) not in earlier]
+    shown = report.NAMES_LISTED  # the names kept of those that came or went; the counts are whole
     changes = {"previous_version": names_before.attrs.get("version"), **now,
                "features_before": len(before), "samples_before": truth.get("samples"),
                "features_dropped": len(dropped), "features_added": len(added),
-               "dropped": dropped[:NAMES_SHOWN], "added": added[:NAMES_SHOWN],
+               "dropped": dropped[:shown], "added": added[:shown],
                "samples_added": None, "samples_removed": None,
                "same_table": truth.get("fingerprint") == ground_truth.get("fingerprint")}
     ids, ids_before = ground_truth.get("sample_ids"), truth.get("sample_ids")
@@ -115,8 +113,8 @@ def compare_tables(feature_names: list[str], ground_truth: dict, previous_featur
         now_ids, earlier_ids = set(ids), set(ids_before)
         came = [s for s in ids if s not in earlier_ids]
         went = [s for s in ids_before if s not in now_ids]
-        changes.update(samples_added=len(came), samples_removed=len(went), samples_in=came[:NAMES_SHOWN],
-                       samples_out=went[:NAMES_SHOWN])
+        changes.update(samples_added=len(came), samples_removed=len(went), samples_in=came[:shown],
+                       samples_out=went[:shown])
     return changes
 
 
