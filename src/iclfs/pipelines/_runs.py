@@ -76,10 +76,6 @@ def _artifacts(names: set[str], catalog: Any) -> dict[str, AbstractVersionedData
     return found
 
 
-def _file(dataset: AbstractVersionedDataset, version: str) -> Path:
-    return version_file(dataset, version)
-
-
 def digest(path: Path) -> str | None:
     """SHA-256 of a file; None for a folder (a set of figures) or nothing."""
     if not path.is_file():
@@ -185,7 +181,7 @@ class RunRecordHook:
         for name, (version, run) in chosen.items():
             dataset = needed[name]
             expected = run["wrote"][name].get("sha256")
-            path = _file(dataset, version)
+            path = version_file(dataset, version)
             if expected is not None and digest(path) != expected:
                 raise RunRecordError(
                     f"{name}: version {version} is not what its run wrote (its content changed or was cut short). "
@@ -201,7 +197,7 @@ class RunRecordHook:
         written = {}
         for name, dataset in _artifacts(pipeline.all_outputs(), catalog).items():
             version = save_version(dataset)
-            path = _file(dataset, version)
+            path = version_file(dataset, version)
             if path.exists():
                 written[name] = {"version": version, "sha256": digest(path)}
         read = {name: {"version": dataset.resolve_load_version()}
@@ -219,14 +215,15 @@ class RunRecordHook:
         catalog.get(RECORD).save(record)
         self._end()
         if "feature_list" in written:  # a run that published a list: it becomes the latest
-            files = {name: _file(dataset, written[name]["version"])
+            records = catalog.get(RECORD)
+            files = {name: version_file(dataset, written[name]["version"])
                      for name, dataset in _artifacts(set(written), catalog).items()
                      if str(artifact_folder(dataset).parent.parent.name) in PUBLISHED_LAYERS}
-            files[RECORD] = _file(catalog.get(RECORD), record["run"])
-            data = Path(str(artifact_folder(catalog.get(RECORD)))).parents[2]
-            link = publish(data, _source(catalog.get(RECORD)), record["method"], record["run"], files)
+            files[RECORD] = version_file(records, record["run"])
+            data = Path(str(artifact_folder(records))).parents[2]
+            link = publish(data, _source(records), record["method"], record["run"], files)
             if link is not None:
-                LOGGER.info("The latest list of %r (%s): %s", _source(catalog.get(RECORD)), record["method"],
+                LOGGER.info("The latest list of %r (%s): %s", _source(records), record["method"],
                             link / "feature_list.csv")
 
     def _stop_on_signals(self) -> None:
@@ -277,7 +274,7 @@ class RunRecordHook:
                 if dataset.discard(save_version(dataset)):
                     removed.append(name)
                 continue
-            folder = _file(dataset, save_version(dataset)).parent
+            folder = version_file(dataset, save_version(dataset)).parent
             if folder.is_dir() and PurePosixPath(folder).name == save_version(dataset):
                 shutil.rmtree(folder, ignore_errors=True)
                 removed.append(name)
@@ -336,6 +333,6 @@ def _fingerprint(catalog: Any, written: dict, read: dict) -> str | None:
     try:
         import json
 
-        return json.loads(_file(catalog.get("ground_truth"), entry["version"]).read_text()).get("fingerprint")
+        return json.loads(version_file(catalog.get("ground_truth"), entry["version"]).read_text()).get("fingerprint")
     except (OSError, ValueError):
         return None
