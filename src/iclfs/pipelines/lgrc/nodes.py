@@ -33,8 +33,10 @@ def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame
         whose first k include the feature); ``rank`` is the position within
         the selection (1 = best).
     """
-    holds = bool(history_start.get("carry")) and history_start.get("members", 0) > 0 and \
-        history_start.get("note") is None
+    # Continuation.holds, as chain.run decides it: carrying onto a kept history with members. A note (a damaged
+    # version passed over) does not stop a run that builds on the history from holding; a history set aside
+    # leaves none.
+    holds = bool(history_start.get("carry")) and history_start.get("members", 0) > 0
     method = SelectionConfig.from_dict(selection).method  # the last list of this method, never another's
     return selections_table(feature_ranking, laplacian_scores, selection,
                             lists_by_name(previous_of(previous_selections, method)) if holds else None)
