@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
     report.add_argument("--results", default=str(RESULTS))
     args = parser.parse_args(argv)
 
-    from iclfs.pipelines._conf import project_conf  # Kedro's loader; the cells themselves need no Kedro
+    from iclfs.project._conf import project_conf  # Kedro's loader; the cells themselves need no Kedro
 
     parameters = project_conf(args.conf_source, args.env)
     if "benchmark" not in parameters:

@@ -40,7 +40,7 @@ CONSENSUS_OVERRIDES = {"members": {"per_run": 3, "epochs": 2, "subsample": 0.5}}
 
 def config_loader(conf: Path = PROJECT_ROOT / "conf", env: str = "base"):
     """Kedro's config loader as the project's settings build it (the data_source resolver included)."""
-    from iclfs.pipelines._conf import ProjectConfigLoader
+    from iclfs.project._conf import ProjectConfigLoader
     from iclfs.settings import CONFIG_LOADER_ARGS
 
     with warnings.catch_warnings():

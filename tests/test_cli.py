@@ -16,7 +16,7 @@ from kedro.framework.cli.project import run as kedro_run
 from kedro.framework.startup import bootstrap_project
 
 from iclfs import cli
-from iclfs.pipelines._sources import SourceError
+from iclfs.project._sources import SourceError
 from tests.project_copy import copy_project
 
 pytestmark = pytest.mark.filterwarnings("ignore:register_new_resolver:UserWarning")  # omegaconf's, in Kedro

@@ -24,11 +24,11 @@ from iclfs.io._tables import TableReadError
 from iclfs.method._config import ParameterError, split_overrides
 from iclfs.method._preprocessing import DataValidationError
 from iclfs.method._runtime import ResourceLimitError
-from iclfs.pipelines._hooks import OutputNotWritableError
-from iclfs.pipelines._logs import plain_off_terminal
-from iclfs.pipelines._resolvers import DataSourceError
-from iclfs.pipelines._runs import RunRecordError, RunStopped
-from iclfs.pipelines._tracking import TrackingUnavailableError
+from iclfs.project._hooks import OutputNotWritableError
+from iclfs.project._logs import plain_off_terminal
+from iclfs.project._resolvers import DataSourceError
+from iclfs.project._runs import RunRecordError, RunStopped
+from iclfs.project._tracking import TrackingUnavailableError
 
 #: Errors that are about what the user gave, not about the code: their message is the whole story.
 USER_ERRORS = (DataValidationError, ParameterError, TableReadError, DataSourceError, OutputNotWritableError,
@@ -226,7 +226,7 @@ def dag(source: str, env: str, target_dir: str) -> None:
     One task a refresh: it runs `select` on SOURCE with this project's interpreter, in this folder.
     Copy the file to Airflow's dags folder (Airflow 3).
     """
-    from iclfs.pipelines._dag import write_dag
+    from iclfs.project._dag import write_dag
 
     plain_off_terminal()
     try:

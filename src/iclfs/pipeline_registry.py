@@ -22,7 +22,7 @@ from iclfs.pipelines import (
     training,
     views,
 )
-from iclfs.pipelines._conf import project_conf
+from iclfs.project._conf import project_conf
 
 LOGGER = logging.getLogger(__name__)
 

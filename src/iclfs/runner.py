@@ -67,7 +67,7 @@ run, which exist only in the driver). In the driver:
   outputs the driver saves itself (the tracking and in-memory ones).
 * ``after_node_run``, ``on_node_error``, the load hooks, and the save hooks
   of the files a worker writes are not called for nodes run on workers. In
-  this project :class:`iclfs.pipelines._tracking.TrackingHook` logs the
+  this project :class:`iclfs.project._tracking.TrackingHook` logs the
   artifacts that workers wrote from their files when the pipeline ends.
 
 Nodes that run whole in the driver get every hook.

@@ -17,7 +17,7 @@ from iclfs.evaluation._benchmark import RESULT_COLUMNS, cell_key, method_name
 from iclfs.io._tables import read_feature_table
 from iclfs import chain
 from iclfs.method._config import Settings
-from iclfs.pipelines._conf import project_conf
+from iclfs.project._conf import project_conf
 from tests.conftest import PROJECT_ROOT
 
 BASELINE_NAMES = {key: entry.name for key, entry in REGISTRY.items()}

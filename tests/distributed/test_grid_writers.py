@@ -13,7 +13,7 @@ from benchmarks import grid as benchmark
 from iclfs.baselines import REGISTRY
 from iclfs.evaluation._benchmark import cell_key, method_name
 from iclfs.method._config import Settings
-from iclfs.pipelines._conf import project_conf
+from iclfs.project._conf import project_conf
 from tests.distributed._support import PROJECT_ROOT, PYTHON, environment, make_project
 
 # One epoch (per member too), k in {5, 10} on the 30-feature stand-ins, two k-means runs, one torch thread.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from iclfs.pipelines._tracking import TrackingUnavailableError, check_tracking_store, mask_credentials
+from iclfs.project._tracking import TrackingUnavailableError, check_tracking_store, mask_credentials
 from tests.distributed._support import PYTHON, environment, free_port, make_project, stop, wait_for_port
 
 MLFLOW = Path(sys.executable).with_name("mlflow")

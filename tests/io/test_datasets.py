@@ -161,7 +161,7 @@ def test_previous_versions_are_each_methods_newest_by_its_run_record(tmp_path):
     import json
 
     from iclfs.io.datasets import PreviousVersionDataset
-    from iclfs.pipelines._frames import previous_of
+    from iclfs.project._frames import previous_of
 
     records = tmp_path / "run_record.json"
     for version, method in (("v1", "iclfs"), ("v2", "ndfs"), ("v3", "iclfs"), ("v4", None), ("v5", "iclfs")):

@@ -15,7 +15,7 @@ from iclfs.baselines import REGISTRY
 from iclfs.evaluation._benchmark import RESULT_COLUMNS, method_name, slug
 from iclfs.method._config import Settings
 from tests.distributed._support import stand_in
-from iclfs.pipelines._conf import project_conf
+from iclfs.project._conf import project_conf
 from tests.project_copy import copy_project, run_session
 
 pytestmark = pytest.mark.slow  # a browser, subprocesses or whole Kedro sessions: seconds each

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iclfs.pipelines._tracking import run_metrics
+from iclfs.project._tracking import run_metrics
 from iclfs.pipelines.publish._report import change_sentences, stability_sentences
 from iclfs.pipelines.publish.nodes import compare_tables, compare_with_previous, member_stability, signal
 

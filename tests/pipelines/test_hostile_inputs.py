@@ -30,9 +30,9 @@ from kedro.io import DatasetError, Version
 from iclfs.io.datasets import CSVDataset, FeatureTableDataset, NumpyDataset
 from iclfs.method._config import ParameterError, Settings
 from iclfs.method._preprocessing import DataValidationError, FeatureTable
-from iclfs.pipelines._tracking import mask_credentials
+from iclfs.project._tracking import mask_credentials
 from iclfs.pipelines.publish.nodes import reduce_data
-from iclfs.pipelines._resolvers import DataSourceError, data_source
+from iclfs.project._resolvers import DataSourceError, data_source
 from tests.pipelines.test_bad_input import first_node
 from tests.pipelines.conftest import run_session, versions
 
@@ -189,7 +189,7 @@ def test_a_server_with_credentials_in_its_uri_is_judged_on_its_host():
     import http.server
     import threading
 
-    from iclfs.pipelines._tracking import TrackingUnavailableError, check_tracking_store
+    from iclfs.project._tracking import TrackingUnavailableError, check_tracking_store
 
     class Refusing(http.server.BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802  (http.server's name)

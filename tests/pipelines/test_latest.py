@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from iclfs.pipelines import _latest
-from iclfs.pipelines._latest import latest_folder, publish
+from iclfs.project import _latest
+from iclfs.project._latest import latest_folder, publish
 
 VERSIONS = [f"2026-01-0{day}T03.00.00.000Z" for day in range(1, 7)]
 

@@ -13,7 +13,7 @@ from iclfs.method._config import ParameterError
 from iclfs.method._ranking import MemberHistory
 from iclfs.method._preprocessing import DataValidationError, FeatureTable
 from iclfs.pipeline_registry import STAGES, register_pipelines
-from iclfs.pipelines._hooks import ParameterCheckHook
+from iclfs.project._hooks import ParameterCheckHook
 from tests.conftest import CONSENSUS_OVERRIDES, DEFAULT_THREADS
 
 

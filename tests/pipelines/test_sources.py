@@ -1,6 +1,6 @@
 """Data sources declared in conf (``sources:`` in parameters_sources.yml), run by name with ``source=<name>``.
 
-The checks of :mod:`iclfs.pipelines._sources` on their own, then through a real Kedro session in a copy of the
+The checks of :mod:`iclfs.project._sources` on their own, then through a real Kedro session in a copy of the
 project: the declaration becomes the run's parameters and its raw_data, and a bad one is refused before anything
 is written under data/.
 """
@@ -20,7 +20,7 @@ import yaml
 from kedro.framework.session import KedroSession
 from kedro.framework.startup import bootstrap_project
 
-from iclfs.pipelines._sources import SourceError, check_declarations, expand, merge
+from iclfs.project._sources import SourceError, check_declarations, expand, merge
 from tests.project_copy import copy_project, run_session
 
 pytestmark = pytest.mark.filterwarnings("ignore:register_new_resolver:UserWarning")  # omegaconf's, in Kedro

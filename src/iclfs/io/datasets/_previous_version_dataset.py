@@ -24,7 +24,7 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
     ``selection.method``. It returns, per method, the ``count`` newest earlier
     versions (default 1) in one table, oldest first, with ``version`` and
     ``method`` columns; a node takes its own method's
-    (:func:`iclfs.pipelines._frames.previous_of`). With no earlier version it
+    (:func:`iclfs.project._frames.previous_of`). With no earlier version it
     returns an empty DataFrame.
 
     Example ``catalog.yml`` entry::

@@ -10,7 +10,7 @@ import pandas as pd
 from iclfs.evaluation._benchmark import baseline_selections, evaluate_cell, method_name, slug
 from iclfs.chain import k_values_for
 from iclfs.method._config import Settings
-from iclfs.pipelines._frames import indices_by_k
+from iclfs.project._frames import indices_by_k
 
 
 def _labelled(standardized_data: np.ndarray, labels: dict, ground_truth: dict) -> tuple[np.ndarray, np.ndarray, str]:

@@ -11,7 +11,7 @@ from iclfs.evaluation._benchmark import gather
 from iclfs.evaluation._report import build_report, figure, spec_for
 from iclfs.io._tables import TableReadError, find_dataset
 from iclfs.method._config import Settings
-from iclfs.pipelines._frames import partitions
+from iclfs.project._frames import partitions
 
 Partitions = Mapping[str, Callable[[], pd.DataFrame] | pd.DataFrame]
 

@@ -8,8 +8,8 @@ import pandas as pd
 
 from iclfs.evaluation._protocol import best_k, evaluate_selections, informative_recall
 from iclfs.method._config import EvaluationConfig
-from iclfs.pipelines._figures import accuracy_figure
-from iclfs.pipelines._frames import indices_by_k
+from iclfs.project._figures import accuracy_figure
+from iclfs.project._frames import indices_by_k
 
 METRICS = ("accuracy_mean", "accuracy_std", "nmi_mean", "nmi_std", "informative_recall")
 

@@ -8,7 +8,7 @@ import pandas as pd
 from iclfs.chain import k_values_for
 from iclfs.method._config import SelectionConfig
 from iclfs.method._lgrc import gate
-from iclfs.pipelines._frames import frequencies, laplacian_vector, lists_by_name, previous_of
+from iclfs.project._frames import frequencies, laplacian_vector, lists_by_name, previous_of
 
 
 def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame,

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from iclfs.baselines import REGISTRY
-from iclfs.pipelines._figures import (
+from iclfs.project._figures import (
     MAX_POINTS,
     accuracy_figure,
     pca_figure,

@@ -10,8 +10,8 @@ from iclfs.method._config import MembersConfig, SelectionConfig
 from iclfs.method import _k_choice as k_choice
 from iclfs.method._preprocessing import DataValidationError, FeatureTable, as_numeric_matrix
 from iclfs.method._stability import compare_selections, nogueira, nogueira_of
-from iclfs.pipelines._figures import score_distribution_figure
-from iclfs.pipelines._frames import frequencies, indices_by_k, previous_of
+from iclfs.project._figures import score_distribution_figure
+from iclfs.project._frames import frequencies, indices_by_k, previous_of
 from iclfs.pipelines.publish import _report as report
 
 LISTS = 9  # Nogueira's Phi over this run's list and the last lists of its method

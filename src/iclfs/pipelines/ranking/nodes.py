@@ -9,7 +9,7 @@ from iclfs.baselines import REGISTRY as BASELINES
 from iclfs.chain import as_members, k_values_for
 from iclfs.method._config import MembersConfig, RankingConfig, SelectionConfig
 from iclfs.method._ranking import MemberHistory, Ranking, fusion_label, rank, start
-from iclfs.pipelines._frames import laplacian_vector
+from iclfs.project._frames import laplacian_vector
 
 
 def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str], laplacian_scores: pd.DataFrame,

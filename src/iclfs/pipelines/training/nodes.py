@@ -23,7 +23,7 @@ from iclfs.method._config import (
 )
 from iclfs.method._members import state_dicts
 from iclfs.method._ranking import MemberHistory, start
-from iclfs.pipelines._figures import training_loss_figure
+from iclfs.project._figures import training_loss_figure
 
 LOGGER = logging.getLogger(__name__)
 

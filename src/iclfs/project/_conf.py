@@ -6,7 +6,7 @@ version to their new names, with one warning each
 (:func:`iclfs.method._config.migrate_parameters`): every entry point (``kedro
 run``, the packaged job, a DAG's task, kedro-viz) reads parameters through it,
 so a node never sees an old key. It also runs a data source declared in conf
-(:mod:`iclfs.pipelines._sources`) by name: the runtime parameter ``source``.
+(:mod:`iclfs.project._sources`) by name: the runtime parameter ``source``.
 
 The pipeline registry and the benchmark's command line read ``conf/`` through
 :func:`project_conf`, so the command line runs on the same datasets, folders,
@@ -24,10 +24,24 @@ from kedro.config import MissingConfigException, OmegaConfigLoader
 
 from iclfs.method._config import migrate_parameters
 
+from ._resolvers import data_source
 from ._sources import check_declarations, expand, merge
 
 LOGGER = logging.getLogger(__name__)
 _SAID: set[str] = set()
+
+
+# settings.py's CONFIG_LOADER_ARGS, kept here so that project_conf reads conf/ as kedro run does without
+# importing the settings (which import this module).
+CONFIG_LOADER_ARGS = {
+    "base_env": "base",
+    "default_run_env": "local",
+    # conf/local/parameters.yml may set one key of a section (selection.k_values)
+    # without repeating the rest of it.
+    "merge_strategy": {"parameters": "soft"},
+    # ${data_source:...} in catalog.yml: the run's data source, checked to be a safe folder name.
+    "custom_resolvers": {"data_source": data_source},
+}
 
 
 class ProjectConfigLoader(OmegaConfigLoader):
@@ -76,8 +90,6 @@ def project_conf(conf_source: str | Path = "conf", env: str = "local") -> dict[s
 
     Globals are resolved (``${globals:datasets_dir}``). Empty where the folder or the files are missing.
     """
-    from iclfs.settings import CONFIG_LOADER_ARGS
-
     if not Path(conf_source).is_dir():
         return {}
     with warnings.catch_warnings():

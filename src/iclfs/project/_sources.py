@@ -13,7 +13,7 @@ the packaged job ``iclfs --source expr``, and the Airflow DAG ``kedro dag
 expr`` writes. A parameters section, not a catalog entry, because a source
 carries settings beside the file (its method, its number of clusters), which
 is what parameters are, and a run picks one with a single runtime parameter
-that a scheduler's command can hold. :class:`~iclfs.pipelines._conf.ProjectConfigLoader`
+that a scheduler's command can hold. :class:`~iclfs.project._conf.ProjectConfigLoader`
 expands ``source=expr`` into the run's ``input``, reading options,
 ``data_source`` and ``selection`` parameters; a parameter given on the
 command line wins over the declaration.

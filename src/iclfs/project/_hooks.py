@@ -9,8 +9,8 @@ fails the run up front with the dataset and folder named.
 
 :class:`RunSummaryHook` logs what the run selected, where it is, and what changed.
 
-The MLflow run is :class:`iclfs.pipelines._tracking.TrackingHook`'s; the run records
-:class:`iclfs.pipelines._runs.RunRecordHook`'s.
+The MLflow run is :class:`iclfs.project._tracking.TrackingHook`'s; the run records
+:class:`iclfs.project._runs.RunRecordHook`'s.
 """
 
 from __future__ import annotations
