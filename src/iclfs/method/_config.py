@@ -327,6 +327,9 @@ class MembersConfig(Section):
     epochs: int = param(25, integer(1, MAX_EPOCHS), "epochs of each member when per_run >= 2")
     subsample: float = param(0.5, number(0, 1, low_open=True), "share of the samples each member sees when "
                                                                 "per_run >= 2")
+    sampling: str = param("random", one_of("random", "complementary"),
+                          "random: each member its own subsample; complementary: members in pairs on two "
+                          "disjoint halves of the samples (per_run even; subsample is then 0.5)")
     feature_blocks: int = param(1, integer(1, MAX_MEMBERS), "blocks each member deals its features into, one "
                                                             "network per block (1: one network on every feature)")
     carry: bool = param(True, boolean, "keep this run's members in the data source's history and select from all")
@@ -336,6 +339,12 @@ class MembersConfig(Section):
                              "a kept member's weight halves every this many runs (.inf: never)")
     laplacian_weight: float = param(0.5, number(0, 1), "weight of the Laplacian-score rank in the order of two "
                                                        "or more kept members (0: none)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.sampling == "complementary" and self.per_run % 2:
+            raise ParameterError(f"parameter members.sampling 'complementary' trains members in pairs: it needs "
+                                 f"members.per_run even, got {self.per_run}")
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,9 @@ epochs, every sample, the run's own seed. ``members.per_run`` > 1 trains
 that many networks, each with its own seed (weights, views, dropout) and,
 with ``members.subsample`` < 1, on its own random subset of the samples,
 as stability selection does (Meinshausen and Bühlmann, 2010).
+``members.sampling: complementary`` trains them in pairs on two disjoint
+halves of the samples instead (Shah and Samworth, 2013), for the bound of
+:mod:`iclfs.method._evidence`.
 
 ``members.feature_blocks`` > 1 (a variant beyond the paper) deals each
 member's features at random into that many blocks and trains one network per
@@ -86,7 +89,9 @@ def plan_members(n_samples: int, members: MembersConfig, seed: int, n_features: 
         plans = []
         for index, member_seed in enumerate(seeds):
             samples = None
-            if size < n_samples:
+            if members.sampling == "complementary":
+                samples = complementary_half(n_samples, seeds[index - index % 2], second=bool(index % 2))
+            elif size < n_samples:
                 samples = np.sort(np.random.default_rng(member_seed).choice(n_samples, size=size, replace=False))
             plans.append(MemberPlan(index, member_seed, samples))
     if members.feature_blocks == 1:
@@ -105,10 +110,24 @@ def _with_blocks(plan: MemberPlan, n_features: int, blocks: int) -> MemberPlan:
     return MemberPlan(plan.index, plan.seed, plan.samples, dealt, seeds)
 
 
+def complementary_half(n_samples: int, pair_seed: int, second: bool) -> np.ndarray:
+    """One half of a complementary pair (Shah and Samworth, 2013), ascending: ``n_samples // 2`` samples.
+
+    The pair's first member's seed shuffles the samples; the first member
+    takes the first ``n // 2``, the second the next ``n // 2``, so the two
+    halves are disjoint and of one size (with n odd, one sample sits out).
+    """
+    half = n_samples // 2
+    order = np.random.default_rng(pair_seed).permutation(n_samples)
+    return np.sort(order[half:2 * half] if second else order[:half])
+
+
 def member_samples(n_samples: int, members: MembersConfig) -> int:
-    """How many samples each member trains on: all of them for one member."""
+    """How many samples each member trains on: all of them for one member, half of them in complementary pairs."""
     if members.per_run == 1:
         return n_samples
+    if members.sampling == "complementary":
+        return n_samples // 2
     return min(n_samples, max(4, round(members.subsample * n_samples)))
 
 
