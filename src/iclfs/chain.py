@@ -5,8 +5,8 @@
 
 Every entry point calls these functions in this order: :func:`run` (the
 selectors and the benchmark, in memory) and the Kedro stages of ``select``
-(``data_processing``, ``training``, ``laplacian``, ``ranking``, ``lgrc``,
-``publish``), one stage per step, each result a versioned artifact.
+(``data_processing``, ``training``, ``laplacian``, ``ranking``, ``selection``),
+one stage per step, each result a versioned artifact.
 ``tests/test_equivalence.py`` holds them to the same lists and scores, bit for
 bit. Another method of :mod:`iclfs.baselines` (``selection.method``) takes
 the same steps: :func:`train` runs it in place of the members' training, and

@@ -16,9 +16,9 @@ from iclfs.pipelines import (
     data_processing,
     evaluation,
     laplacian,
-    lgrc,
-    publish,
     ranking,
+    report,
+    selection,
     training,
     views,
 )
@@ -32,13 +32,13 @@ STAGES = {
     "training": training,
     "laplacian": laplacian,
     "ranking": ranking,
-    "lgrc": lgrc,
+    "selection": selection,
     "evaluation": evaluation,
-    "publish": publish,
+    "report": report,
 }
 # The production path: no view inspection. The evaluation runs (the report shows accuracy
 # against k when the table has labels; without labels it skips the k-means protocol).
-SELECT = ("data_processing", "training", "laplacian", "ranking", "lgrc", "evaluation", "publish")
+SELECT = ("data_processing", "training", "laplacian", "ranking", "selection", "evaluation", "report")
 
 
 def benchmark_datasets(conf: Path | None = None) -> tuple[str, ...]:

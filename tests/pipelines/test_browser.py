@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 from iclfs.pipeline_registry import register_pipelines
-from iclfs.pipelines.publish._report import SECTIONS
+from iclfs.pipelines.report._report import SECTIONS
 from tests.pipelines.conftest import mlflow_runs, run_session
 from tests.pipelines.test_viz import running_viz
 

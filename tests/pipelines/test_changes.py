@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from iclfs.project._tracking import run_metrics
-from iclfs.pipelines.publish._report import change_sentences, stability_sentences
-from iclfs.pipelines.publish.nodes import compare_tables, compare_with_previous, member_stability, signal
+from iclfs.pipelines.report._report import change_sentences, stability_sentences
+from iclfs.pipelines.report.nodes import compare_tables, compare_with_previous, member_stability, signal
 
 V1, V2, V3 = "2026-01-01T03.00.00.000Z", "2026-01-02T03.00.00.000Z", "2026-01-03T03.00.00.000Z"
 

@@ -31,7 +31,7 @@ from iclfs.io.datasets import CSVDataset, FeatureTableDataset, NumpyDataset
 from iclfs.method._config import ParameterError, Settings
 from iclfs.method._preprocessing import DataValidationError, FeatureTable
 from iclfs.project._tracking import mask_credentials
-from iclfs.pipelines.publish.nodes import reduce_data
+from iclfs.pipelines.selection.nodes import reduce_data
 from iclfs.project._resolvers import DataSourceError, data_source
 from tests.pipelines.test_bad_input import first_node
 from tests.pipelines.conftest import run_session, versions

@@ -73,7 +73,7 @@ def test_each_stage_reruns_alone_from_saved_inputs_and_keeps_old_versions(projec
     (first,) = versions(project, "07_model_output/synthetic/feature_ranking.csv")
     before = (ranking_path / first / "feature_ranking.csv").read_bytes()
 
-    for name in ("data_processing", "views", "training", "ranking", "laplacian", "lgrc", "evaluation"):
+    for name in ("data_processing", "views", "training", "ranking", "laplacian", "selection", "evaluation"):
         run_session(project, pipeline_names=[name])
 
     assert len(versions(project, "07_model_output/synthetic/feature_ranking.csv")) == 2

@@ -371,7 +371,7 @@ def test_a_carrying_run_holds_each_list_to_the_last_list_handed_on_in_the_lgrc_s
     from iclfs.method._config import SelectionConfig, Settings
     from iclfs.method._lgrc import hold, select_every_k as select
     from iclfs.method._ranking import carried_laplacian
-    from iclfs.pipelines.lgrc.nodes import select_every_k
+    from iclfs.pipelines.selection.nodes import select_every_k
     from iclfs.pipelines.ranking.nodes import rank_features
 
     rng = np.random.default_rng(4)
@@ -405,7 +405,7 @@ def test_a_carrying_run_holds_each_list_to_the_last_list_handed_on_in_the_lgrc_s
 @pytest.mark.parametrize("members", [1, 2])
 def test_a_first_carrying_run_hands_on_exactly_what_a_run_without_carrying_does(members):
     from iclfs.method._config import Settings
-    from iclfs.pipelines.lgrc.nodes import select_every_k, select_one_run
+    from iclfs.pipelines.selection.nodes import select_every_k, select_one_run
     from iclfs.pipelines.ranking.nodes import rank_features, rank_one_run
 
     rng = np.random.default_rng(3)

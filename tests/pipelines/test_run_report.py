@@ -1,4 +1,4 @@
-"""The run report's pure functions (src/iclfs/pipelines/publish/_report.py), on hand-made tables."""
+"""The run report's pure functions (src/iclfs/pipelines/report/_report.py), on hand-made tables."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from iclfs.project import _figures as figures
-from iclfs.pipelines.publish import _report as report
-from iclfs.pipelines.publish.nodes import compare_with_previous
+from iclfs.pipelines.report import _report as report
+from iclfs.pipelines.report.nodes import compare_with_previous
 
 NAMES = ["alpha", "<b>&x", "gamma", "delta", "eps$ilon", "zeta", "eta", "theta"]
 

@@ -156,7 +156,7 @@ def truncate_ranking(project: Path) -> Outcome:
     ranking = Outcome(0, "", project).latest("07_model_output/t/feature_ranking.csv")
     text = ranking.read_text()
     ranking.write_text(text[: len(text) // 2])
-    return kedro(project, "data_source=t", pipeline="lgrc")
+    return kedro(project, "data_source=t", pipeline="selection")
 
 
 def processing_of_another_table(project: Path) -> Outcome:
@@ -169,13 +169,13 @@ def processing_of_another_table(project: Path) -> Outcome:
     return outcome
 
 
-def publish_without_input(project: Path) -> Outcome:
-    return kedro(project, "data_source=t", pipeline="publish")
+def selection_without_input(project: Path) -> Outcome:
+    return kedro(project, "data_source=t", pipeline="selection")
 
 
-def publish_after_the_file_changed(project: Path) -> Outcome:
+def selection_after_the_file_changed(project: Path) -> Outcome:
     table(project / "t.csv", [f"g{j}" for j in range(12)], seed=9)  # same names, other values
-    return kedro(project, "input=t.csv", pipeline="publish")
+    return kedro(project, "input=t.csv", pipeline="selection")
 
 
 def on_a_full_disk(project: Path) -> Outcome:
@@ -340,8 +340,8 @@ CASES = [
     Case("typos", "no input: the embedded table, said so", params_only("selection.k=5"),
          check=the_embedded_table_says_so, marks=(slow,)),
     # 4. refused runs write nothing
-    Case("refusals", "a publish stage run refused (the input changed since the run)",
-         after_a_run(publish_after_the_file_changed),
+    Case("refusals", "a selection stage run refused (the input changed since the run)",
+         after_a_run(selection_after_the_file_changed),
          r"the input changed while this run was training", marks=(slow,)),
     # 5. one message, never a traceback
     Case("tracebacks", "runtime.device=cuda on a CPU machine", params_only("runtime.device=cuda"),
@@ -379,7 +379,7 @@ CASES = [
     Case("messages", "a samples-in-rows file declared features_in_rows",
          write_then(SAMPLES_IN_ROWS, "s.csv", "orientation=features_in_rows"),
          r"the first column holds the feature names, but it holds numbers .*Drop orientation=features_in_rows"),
-    Case("messages", "publish without input=", after_a_run(publish_without_input),
+    Case("messages", "a selection stage run without input=", after_a_run(selection_without_input),
          r"this run's list was selected from \S+t.csv, .*Give the run's input: --params input=", marks=(slow,)),
     # 7. other cases
     Case("other", "a tracking server that accepts connections and never answers", silent_tracking_server,
@@ -467,7 +467,7 @@ def test_a_stage_after_a_killed_run_reads_the_last_complete_run_only(tmp_path):
     outcome = Outcome(0, "", project)
     assert len(outcome.versions("03_primary/shared/feature_names.json")) == 2  # B's partial versions are there
     assert len(outcome.versions("08_reporting/shared/run_record.json")) == 1  # but only A completed
-    for stage in ("ranking", "lgrc", "publish"):
+    for stage in ("ranking", "selection", "report"):
         done = start(project, "data_source=shared", f"input={project / 'a.csv'}", pipeline=stage)
         assert done.wait(timeout=300) == 0, stage
     ranked = CSVDataset(filepath=str(outcome.latest("07_model_output/shared/feature_ranking.csv"))).load()

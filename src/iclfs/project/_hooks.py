@@ -220,7 +220,7 @@ def summary_lines(outputs: set, catalog: Any) -> list[str]:
             if "jaccard" in row:
                 lines.append(f"stability: Jaccard {row['jaccard']:.2f} with the run of {stability['previous_version']}"
                              f" ({len(row['entered'])} entered, {len(row['left'])} left)")
-        from iclfs.pipelines.publish._report import stability_sentences
+        from iclfs.pipelines.report._report import stability_sentences
 
         lines.extend(stability_sentences(stability))
     lines.extend(concurrency_lines(catalog))

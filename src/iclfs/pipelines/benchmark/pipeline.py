@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from kedro.pipeline import Node, Pipeline
 
-from iclfs.pipelines import data_processing, laplacian, lgrc, ranking, training
+from iclfs.pipelines import data_processing, laplacian, ranking, selection, training
 
 from .nodes import evaluate_baselines, evaluate_iclfs
 
@@ -34,7 +34,7 @@ def dataset_pipeline() -> Pipeline:
     # The benchmark's method is one run: no member history is read or carried.
     stages = (data_processing.create_pipeline(keep_measured=True) + training.create_pipeline(carry_history=False)
               + laplacian.create_pipeline() + ranking.create_pipeline(carry_history=False)
-              + lgrc.create_pipeline(carry_history=False))
+              + selection.create_pipeline(carry_history=False))
     return stages + Pipeline([
         Node(evaluate_iclfs, inputs=[*_COMMON, "selections", "training_log", "parameters"],
              outputs="iclfs_cells", name="evaluate_iclfs"),

@@ -1,24 +1,12 @@
 from kedro.pipeline import Node, Pipeline
 
-from .nodes import (
-    build_run_report,
-    choose_k,
-    compare_tables,
-    compare_with_previous,
-    list_at_k,
-    plot_score_distribution,
-    reduce_data,
-)
+from .nodes import build_run_report, compare_tables, compare_with_previous, plot_score_distribution
 
 
 def create_pipeline(**kwargs) -> Pipeline:
+    """The run report: what changed since the last run, how steady the list is, and the HTML page."""
     return Pipeline(
         [
-            Node(choose_k, inputs=["selections", "feature_ranking", "params:selection"], outputs="k_choice",
-                 name="choose_k"),
-            Node(list_at_k, inputs=["selections", "k_choice"], outputs="feature_list", name="list_at_k"),
-            Node(reduce_data, inputs=["raw_data", "feature_list", "ground_truth"], outputs="reduced_data",
-                 name="reduce_data"),
             Node(compare_tables, inputs=["feature_names", "ground_truth", "previous_feature_names",
                                          "previous_ground_truth"], outputs="table_changes", name="compare_tables"),
             Node(compare_with_previous,

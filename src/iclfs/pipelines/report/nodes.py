@@ -1,4 +1,4 @@
-"""Hand the selection to the next job: the k, the named list, the reduced data, what changed, the report."""
+"""The run report: what changed in the table, how steady the list is, and the HTML page that shows it all."""
 
 from __future__ import annotations
 
@@ -7,74 +7,12 @@ import numpy as np
 import pandas as pd
 
 from iclfs.method._config import MembersConfig, SelectionConfig
-from iclfs.method import _k_choice as k_choice
-from iclfs.method._preprocessing import DataValidationError, FeatureTable, as_numeric_matrix
 from iclfs.method._stability import compare_selections, nogueira, nogueira_of
 from iclfs.project._figures import score_distribution_figure
-from iclfs.project._frames import frequencies, indices_by_k, previous_of
-from iclfs.pipelines.publish import _report as report
+from iclfs.project._frames import previous_of
+from iclfs.pipelines.report import _report as report
 
 LISTS = 9  # Nogueira's Phi over this run's list and the last lists of its method
-
-
-def choose_k(selections: pd.DataFrame, feature_ranking: pd.DataFrame, selection: dict) -> dict:
-    """k, the size of the list handed on: ``selection.k``, or with ``auto`` the largest k the members agree on.
-
-    Returns
-    -------
-    k_choice : dict
-        ``k``, ``reason`` (a sentence saying why) and, for ``auto``, the
-        members' ``agreement`` at every k.
-    """
-    config = SelectionConfig.from_dict(selection)
-    chosen = indices_by_k(selections)
-    freq = frequencies(feature_ranking)
-    if config.k == "auto" and not freq:
-        raise ValueError("selection.k 'auto' needs several members (members.per_run 2 or more)")
-    chosen_k = k_choice.choose_k(chosen, freq, config, len(feature_ranking))
-    choice = {"k": chosen_k.k, "reason": chosen_k.reason}
-    if config.k == "auto":
-        choice["agreement"] = {str(k): value for k, value in chosen_k.agreement.items()}
-    return choice
-
-
-def list_at_k(selections: pd.DataFrame, k_choice: dict) -> pd.DataFrame:
-    """The list: the selection at k, best first: rank, feature name, column index, score, Laplacian score."""
-    k = int(k_choice["k"])
-    chosen = selections[selections["k"] == k]
-    if chosen.empty:
-        raise ValueError(f"k = {k} was not selected; selected k: {sorted(selections['k'].unique())}")
-    columns = ["rank", "feature_name", "feature_index", "score", "laplacian_score"]
-    columns += ["member_frequency"] if "member_frequency" in chosen else []
-    return chosen[columns].reset_index(drop=True)
-
-
-def reduce_data(raw_data: FeatureTable, feature_list: pd.DataFrame, ground_truth: dict) -> pd.DataFrame:
-    """The input table restricted to the selected columns: original values, names kept, best first.
-
-    The sample id column, when the input has one, comes first, so the table
-    joins back to anything keyed by sample. The input is read again here and
-    must be the table the run selected from (same source, same fingerprint):
-    a file replaced during the run is refused rather than mixed with a
-    selection made from the old one.
-    """
-    selected_from = ground_truth.get("source")
-    if selected_from is not None and raw_data.source != selected_from:
-        raise DataValidationError(
-            f"this run's list was selected from {selected_from}, and reduce_data reads that table again, but the "
-            f"input now is {raw_data.source}. Give the run's input: --params input={selected_from}")
-    expected = ground_truth.get("fingerprint")
-    if expected is not None and raw_data.fingerprint() != expected:
-        raise DataValidationError(
-            f"{raw_data.source}: the input changed while this run was training (its values, feature names or "
-            "sample ids differ from what was read at the start), so the selection no longer matches it. "
-            "Run again on the new file.")
-    X = as_numeric_matrix(raw_data.X, raw_data.source)
-    columns = feature_list["feature_index"].to_numpy()
-    reduced = pd.DataFrame(X[:, columns], columns=feature_list["feature_name"].tolist())
-    if raw_data.sample_ids is not None:
-        reduced.insert(0, raw_data.sample_id_name or "sample_id", list(raw_data.sample_ids))
-    return reduced
 
 
 def compare_tables(feature_names: list[str], ground_truth: dict, previous_feature_names: pd.DataFrame,
@@ -220,7 +158,7 @@ def build_run_report(ground_truth: dict, standardized_data: np.ndarray, labels: 
                      feature_list: pd.DataFrame, training_log: pd.DataFrame,
                      feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame, evaluation_table: pd.DataFrame,
                      selection_stability: dict) -> str:
-    """The run's self-contained HTML report (:mod:`iclfs.pipelines.publish._report`).
+    """The run's self-contained HTML report (:mod:`iclfs.pipelines.report._report`).
 
     The source and shape, the k and why, the selected features, the loss, the
     score distribution, what LGRC swapped, accuracy against k (when labels
