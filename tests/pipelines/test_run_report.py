@@ -1,29 +1,35 @@
-"""The run report's pure functions (src/iclfs/pipelines/report/_report.py), on hand-made tables."""
+"""The run report (src/iclfs/pipelines/report/_report.py and its template, src/iclfs/templates/run_report.html.j2):
+its pure functions on hand-made tables, and the report and list of two real refreshes."""
 
 from __future__ import annotations
 
 import base64
+import html
 import re
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from iclfs.method._lgrc import laplacian_gate, select_features
 from iclfs.project import _figures as figures
 from iclfs.pipelines.report import _report as report
 from iclfs.pipelines.report.nodes import compare_with_previous
 
 NAMES = ["alpha", "<b>&x", "gamma", "delta", "eps$ilon", "zeta", "eta", "theta"]
+LAPLACIAN = np.array([0.9, 0.2, 0.3, 0.4, 0.1, 0.8, np.inf, 0.5])  # the gate, gamma, is 0.65: its 0.75 quantile
+SELECTION = {"method": "iclfs", "k": 3, "k_values": [3, 6], "use_lgrc": True, "alpha": 1.5, "quantile": 0.75}
 
 
-def ranking_of(order: list[int], names: list[str] = NAMES) -> pd.DataFrame:
-    """A feature_ranking table whose best-first order is ``order`` (scores decreasing)."""
+def ranking_of(order: list[int], names: list[str] = NAMES, gate: np.ndarray = LAPLACIAN) -> pd.DataFrame:
+    """A feature_ranking table whose best-first order is ``order`` (scores decreasing), gated by ``gate``."""
     return pd.DataFrame({
         "rank": np.arange(1, len(order) + 1),
         "feature_index": order,
         "feature_name": [names[i] for i in order],
         "score": np.linspace(1.0, 0.3, len(order)),
         "score_name": "z_norm",
+        "laplacian_gate": np.asarray(gate)[order],
     })
 
 
@@ -35,116 +41,242 @@ def selection_of(ranking: pd.DataFrame, chosen: list[int], laplacian: np.ndarray
         "feature_name": [by_index.loc[i, "feature_name"] for i in chosen],
         "feature_index": chosen,
         "score": [by_index.loc[i, "score"] for i in chosen],
+        "score_name": "z_norm",
         "laplacian_score": laplacian[chosen],
     })
 
 
+def laplacian_table(laplacian: np.ndarray = LAPLACIAN, names: list[str] = NAMES) -> pd.DataFrame:
+    return pd.DataFrame({"feature_index": range(len(names)), "feature_name": names, "laplacian_score": laplacian})
+
+
 @pytest.fixture
 def inputs() -> dict:
-    """Every input of :func:`report.run_report`, hand-made: 30 samples, 8 features, 2 labelled classes, k = 3."""
+    """Every input of :func:`report.run_report`, hand-made: 30 samples, 8 features, 2 labelled classes, k = 3.
+
+    LGRC at k = 3 pools the first round(1.5 x 3) = 4 of the ranking (0, 1, 2, 3) and swaps feature 0 (Laplacian
+    score 0.9, above the gate 0.65) for the next, 4; the pool 1, 2, 3, 4 is then cut to 1, 2, 3: 0 out, 3 in.
+    """
     rng = np.random.default_rng(0)
-    laplacian = np.array([0.9, 0.2, 0.3, 0.4, 0.1, 0.8, np.inf, 0.5])
     ranking = ranking_of([0, 1, 2, 3, 4, 5, 6, 7])
-    # LGRC dropped feature 0 (first of the ranking, worst Laplacian score) for feature 4.
-    selected = selection_of(ranking, [1, 2, 4], laplacian)
     return {
         "ground_truth": {"source": "data/<in>&out.csv"},
         "standardized_data": rng.normal(size=(30, 8)).astype(np.float32),
         "labels": {"classes": ["a<1", "b&2"], "codes": [i % 2 for i in range(30)]},
         "k_choice": {"k": 3, "reason": "selection.k = 3"},
-        "feature_list": selected,
+        "feature_list": selection_of(ranking, [1, 2, 3], LAPLACIAN),
         "training_log": pd.DataFrame({"member": [0, 0, 1, 1], "epoch": [1, 2, 1, 2],
-                                          "loss": [4.0, 3.0, 4.1, 3.2], "schedule": "fast", "device": "cpu"}),
+                                      "loss": [4.0, 3.0, 4.1, 3.2], "schedule": "fast", "device": "cpu"}),
         "feature_ranking": ranking,
-        "laplacian_scores": pd.DataFrame({"feature_index": range(8), "feature_name": NAMES,
-                                          "laplacian_score": laplacian}),
+        "laplacian_scores": laplacian_table(),
         "evaluation_table": pd.DataFrame({"k": [3, 6], "accuracy_mean": [0.8, 0.7], "accuracy_std": [0.01, 0.02],
                                           "nmi_mean": [0.5, 0.4], "nmi_std": [0.0, 0.0]}),
         "selection_stability": {"previous_version": None, "message": "first run for this data source: nothing to compare"},
+        "selection": SELECTION,
     }
 
 
 def section(page: str, section_id: str) -> str:
+    """The section's HTML as it stands in the page (escaped)."""
     match = re.search(rf'<section id="{section_id}">(.*?)</section>', page, re.S)
     assert match, f"no section {section_id}"
     return match.group(1)
 
 
-# --- LGRC's swaps -----------------------------------------------------------------
+def text_of(markup: str) -> str:
+    """What a reader sees of ``markup``: the tags dropped, the references read."""
+    return html.unescape(re.sub(r"<[^>]+>", " ", markup))
 
 
-def test_swapped_in_and_out_at_the_chosen_k():
-    ranking = ranking_of([5, 3, 0, 7, 1, 2, 4, 6])
-    laplacian = np.zeros(8)
-    # first 4 of the ranking: 5, 3, 0, 7; selected: 3, 1, 5, 2 (order of the selection)
-    selected = selection_of(ranking, [3, 1, 5, 2], laplacian)
-    swapped_in, swapped_out = figures.swapped_features(ranking, selected)
-    assert swapped_in == [1, 2]  # selected, not in the first 4, in selection order
-    assert swapped_out == [0, 7]  # in the first 4, not selected, in ranking order
+def swap_rows(markup: str) -> list[tuple[str, str, str]]:
+    """The LGRC section's swap table as (change, by, feature name) rows, unescaped."""
+    rows = re.findall(r'<tr><td class="text"><span class="(?:in|out)">(swapped (?:in|out))</span></td>'
+                      r'<td class="text">([^<]*)</td><td class="text">([^<]*)</td>', markup)
+    return [(change, html.unescape(by), html.unescape(name)) for change, by, name in rows]
 
 
-def test_no_swap_when_the_selection_is_the_first_k_even_reordered():
-    ranking = ranking_of([2, 0, 1, 3, 4, 5, 6, 7])
-    selected = selection_of(ranking, [1, 2, 0], np.zeros(8))
-    assert figures.swapped_features(ranking, selected) == ([], [])
-    page = report.lgrc_section(ranking, pd.DataFrame({"feature_index": range(8), "laplacian_score": np.ones(8)}),
-                               selected)
-    assert "nothing swapped" in page
+# --- what LGRC changed, and what the hold changed ----------------------------------------------------------
 
 
-def test_swaps_do_not_depend_on_row_order():
+def test_lgrc_swaps_are_its_gate_at_k_against_the_rankings_first_k(inputs):
+    changes = figures.list_changes(inputs["feature_ranking"], inputs["feature_list"], SELECTION)
+    assert changes.by == {figures.LGRC: ([3], [0]), figures.HOLD: ([], [])}
+    assert changes.gate == pytest.approx(0.65)
+    markup = report.run_report(**inputs)
+    lgrc = section(markup, "lgrc")
+    assert swap_rows(lgrc) == [("swapped in", "LGRC", "delta"), ("swapped out", "LGRC", "alpha")]
+    assert ("LGRC swapped 1 feature(s) in and 1 out of the ranking's first 3: a feature goes out when its Laplacian "
+            "score (laplacian_gate) is above the gate, 0.65.") in text_of(lgrc)
+    assert "hold" not in text_of(lgrc)
+    assert '<span class="in">LGRC</span>' in section(markup, "selected")  # delta, in the selected table
+
+
+def test_the_holds_swaps_are_told_from_lgrcs(inputs):
+    """A carried run's list held to the last one: feature 4 (on the last list) kept, 3 (LGRC's) made way."""
+    inputs["feature_list"] = selection_of(inputs["feature_ranking"], [1, 2, 4], LAPLACIAN)
+    changes = figures.list_changes(inputs["feature_ranking"], inputs["feature_list"], SELECTION)
+    assert changes.by == {figures.LGRC: ([3], [0]), figures.HOLD: ([4], [3])}
+    markup = report.run_report(**inputs)
+    lgrc = section(markup, "lgrc")
+    assert swap_rows(lgrc) == [("swapped in", "LGRC", "delta"), ("swapped out", "LGRC", "alpha"),
+                               ("swapped in", "the hold", "eps$ilon"), ("swapped out", "the hold", "delta")]
+    seen = text_of(lgrc)
+    assert "LGRC swapped 1 feature(s) in and 1 out of the ranking's first 3" in seen
+    assert "The hold to the last list" in seen and "brought 1 feature(s) in and took 1 out, against LGRC's 3" in seen
+    selected = section(markup, "selected")
+    assert '<span class="in">the hold</span>' in selected and '<span class="in">LGRC</span>' not in selected
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_lgrc_swaps_out_only_features_above_its_gate_and_the_hold_is_the_rest(seed):
+    """On random rankings and lists: every feature LGRC takes out is gated above gamma, LGRC's and the hold's
+    parts compose (first k, then LGRC's k, then the list), and each side is counted once."""
+    rng = np.random.default_rng(seed)
+    d, k = int(rng.integers(8, 60)), None
+    k = int(rng.integers(1, d // 2 + 1))
+    names = [f"f{j}" for j in range(d)]
+    gate = rng.uniform(0, 1, d)
+    gate[rng.random(d) < 0.1] = np.inf  # constant features
+    ranking = ranking_of(list(rng.permutation(d)), names, gate)
+    listed = list(rng.choice(d, size=k, replace=False))
+    changes = figures.list_changes(ranking, selection_of(ranking, listed, gate), {**SELECTION, "k": k,
+                                                                                  "k_values": [k]})
+    order = ranking["feature_index"].to_numpy()
+    gated = select_features(order, gate, k, alpha=1.5, quantile=0.75)
+    lgrc_in, lgrc_out = changes.by[figures.LGRC]
+    hold_in, hold_out = changes.by[figures.HOLD]
+    assert changes.gate == laplacian_gate(gate, 0.75)
+    assert all(gate[i] > changes.gate for i in lgrc_out)
+    assert (set(order[:k]) - set(lgrc_out)) | set(lgrc_in) == set(gated)
+    assert (set(gated) - set(hold_out)) | set(hold_in) == set(listed)
+    assert len(lgrc_in) == len(lgrc_out) and len(hold_in) == len(hold_out)
+
+
+def test_another_method_is_not_credited_to_lgrc(inputs):
+    inputs["feature_list"] = selection_of(inputs["feature_ranking"], [1, 2, 5], LAPLACIAN)
+    inputs["selection"] = {**SELECTION, "method": "variance"}
+    lgrc = section(report.run_report(**inputs), "lgrc")
+    assert swap_rows(lgrc) == [("swapped in", "the members", "zeta"), ("swapped out", "the members", "alpha")]
+    assert ("variance is not corrected by LGRC: its list is the 3 features its members chose most, 1 of them not "
+            "among the ranking's first 3") in text_of(lgrc)
+    assert "LGRC swapped" not in text_of(lgrc)
+
+
+def test_without_lgrc_the_first_k_is_nothing_swapped(inputs):
+    inputs["feature_list"] = selection_of(inputs["feature_ranking"], [2, 0, 1], LAPLACIAN)  # reordered
+    inputs["selection"] = {**SELECTION, "use_lgrc": False}
+    assert "nothing swapped" in section(report.run_report(**inputs), "lgrc")
+
+
+def test_without_the_selection_settings_no_cause_is_named(inputs):
+    """What the notebook draws from a run's files alone: the differences from the first k, no cause named."""
+    inputs["feature_list"] = selection_of(inputs["feature_ranking"], [1, 2, 4], LAPLACIAN)
+    del inputs["selection"]
+    lgrc = section(report.run_report(**inputs), "lgrc")
+    assert swap_rows(lgrc) == [("swapped in", "not the first k", "eps$ilon"), ("swapped out", "not the first k",
+                                                                               "alpha")]
+    assert "1 listed feature(s) are not among the ranking's first 3" in text_of(lgrc)
+    fig = figures.score_vs_laplacian_figure(inputs["feature_ranking"], inputs["laplacian_scores"],
+                                            inputs["feature_list"])
+    try:
+        assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()][2:4] == ["swapped in", "swapped out"]
+    finally:
+        figures.plt.close(fig)
+
+
+def test_the_lgrc_figure_marks_lgrc_and_the_hold_apart(inputs):
+    listed = selection_of(inputs["feature_ranking"], [1, 2, 4], LAPLACIAN)
+    changes = figures.list_changes(inputs["feature_ranking"], listed, SELECTION)
+    fig = figures.score_vs_laplacian_figure(inputs["feature_ranking"], inputs["laplacian_scores"], listed, changes)
+    try:
+        legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    finally:
+        figures.plt.close(fig)
+    assert legend[2:6] == ["swapped in by LGRC", "swapped out by LGRC", "swapped in by the hold",
+                           "swapped out by the hold"]
+
+
+def test_swapped_features_are_every_difference_from_the_first_k_whatever_the_row_order():
     ranking = ranking_of([5, 3, 0, 7, 1, 2, 4, 6])
     selected = selection_of(ranking, [3, 1, 5, 2], np.zeros(8))
+    assert figures.swapped_features(ranking, selected) == ([1, 2], [0, 7])  # in: list order; out: ranking order
     shuffled = figures.swapped_features(ranking.sample(frac=1, random_state=1), selected.sample(frac=1, random_state=2))
     assert shuffled == ([1, 2], [0, 7])
+    assert figures.swapped_features(ranking, selection_of(ranking, [0, 5, 3], np.zeros(8))) == ([], [])
 
 
-def test_lgrc_section_lists_both_sides(inputs):
-    html = report.lgrc_section(inputs["feature_ranking"], inputs["laplacian_scores"], inputs["feature_list"])
-    assert "swapped 1 feature(s) in and 1 out at k = 3" in html
-    assert '<span class="in">swapped in</span></td><td class="text">eps$ilon' in html
-    assert '<span class="out">swapped out</span></td><td class="text">alpha' in html
-    assert "1 feature(s) with an infinite Laplacian score" in html  # feature 6 is constant
-    assert html.count("<img") == 1
+def test_lgrc_section_counts_the_features_it_cannot_draw(inputs):
+    changes = figures.list_changes(inputs["feature_ranking"], inputs["feature_list"], SELECTION)
+    blocks = report.lgrc_section(inputs["feature_ranking"], inputs["laplacian_scores"], inputs["feature_list"], changes)
+    assert "1 feature(s) with an infinite Laplacian score" in blocks[0]["caption"]  # feature 6 is constant
+    assert [b["kind"] for b in blocks] == ["figure", "p", "table"]
 
 
-# --- escaping ---------------------------------------------------------------------
+# --- escaping: the template's autoescape --------------------------------------------------------------------
 
 
-def test_a_feature_name_with_markup_is_escaped_everywhere(inputs):
-    page = report.run_report(**inputs)
-    assert "<b>&x" not in page
-    assert "&lt;b&gt;&amp;x" in section(page, "selected")
-    assert "<b>" not in page
-    # the source and the class names too
-    assert "data/&lt;in&gt;&amp;out.csv" in page and "<in>" not in page
+HOSTILE = '<script>alert("x")</script>'
 
 
-def test_escape_helpers():
-    assert report.esc('<b>&x "q" \'s\'') == "&lt;b&gt;&amp;x &quot;q&quot; &#x27;s&#x27;"
-    assert figures.plain("eps$ilon") == r"eps\$ilon"  # never read as mathtext by matplotlib
-    table = report.html_table(pd.DataFrame({"feature_name": ["<b>&x"], "score": [0.123456789]}))
-    assert "<td class=\"text\">&lt;b&gt;&amp;x</td>" in table and "<td>0.1235</td>" in table
-
-
-def test_a_stability_section_escapes_the_names_that_entered_and_left():
-    html = report.stability_section({"previous_version": "2026-01-01T00.00.00.000Z",
+def test_a_hostile_feature_name_is_escaped_wherever_it_appears(inputs):
+    names = [HOSTILE if name == "delta" else name for name in NAMES]  # delta: selected and swapped in by LGRC
+    ranking = ranking_of(list(range(8)), names)
+    inputs.update(feature_ranking=ranking, feature_list=selection_of(ranking, [1, 2, 3], LAPLACIAN),
+                  laplacian_scores=laplacian_table(names=names))
+    inputs["labels"] = {"classes": [HOSTILE, "b"], "codes": [i % 2 for i in range(30)]}
+    inputs["ground_truth"] = {"source": f"data/{HOSTILE}.csv"}
+    inputs["k_choice"] = {"k": 3, "reason": HOSTILE}
+    inputs["selection_stability"] = {"previous_version": HOSTILE, "history": {"carry": True, "members": 2,
+                                                                             "note": HOSTILE},
                                      "per_k": {"3": {"jaccard": 0.5, "overlap": 2, "rank_correlation": 1.0,
-                                                     "entered": ["<b>&x"], "left": ["a<c"]},
-                                               "6": {"message": "k = 6 was not selected in the previous run"}}}, 3)
-    assert "&lt;b&gt;&amp;x" in html and "a&lt;c" in html and "<b>" not in html
-    assert "2026-01-01T00.00.00.000Z" in html and "k = 6 was not selected" in html
-    assert html.index("<td>3</td>") < html.index("<td>6</td>")  # the chosen k first
+                                                     "entered": [HOSTILE], "left": [HOSTILE], "message": HOSTILE}}}
+    page = report.run_report(**inputs)
+    assert "<script" not in page.lower() and "alert(\"x\")" not in page
+    escaped = "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;"
+    assert escaped in section(page, "selected") and escaped in section(page, "lgrc")
+    assert escaped in section(page, "stability") and f"<title>ICLFS run report: data/{escaped}.csv</title>" in page
+    assert f"<dt>why</dt><dd>{escaped}</dd>" in page
 
+
+def test_the_template_escapes_what_it_is_given():
+    """Autoescape is on in the template itself: markup handed in as text is shown, never read."""
+    page = report.render("<i>t</i>", [("<b>fact</b>", "x & y")], [report.paragraph("<p>para</p>")],
+                         {"selected": [report.note("<em>n</em>"),
+                                       report.table(pd.DataFrame({"<th>": ["<td>"],
+                                                                  "m": [report.Marked("<u>", "in")]}))]})
+    for tag in ("<i>", "<b>", "<em>", "<u>", "<th><", "<td><", "<p><p>"):
+        assert tag not in page
+    assert "&lt;b&gt;fact&lt;/b&gt;" in page and "x &amp; y" in page and '<span class="in">&lt;u&gt;</span>' in page
+    assert report.environment().autoescape is True
+
+
+def test_table_cells():
+    block = report.table(pd.DataFrame({"feature_name": ["<b>&x"], "score": [0.123456789], "missing": [np.nan]}))
+    assert block["columns"] == ["feature_name", "score", "missing"]
+    assert block["rows"] == [[{"text": "<b>&x", "css": "text", "mark": ""}, {"text": "0.1235", "css": "", "mark": ""},
+                              {"text": "", "css": "", "mark": ""}]]
+    assert figures.plain("eps$ilon") == r"eps\$ilon"  # never read as mathtext by matplotlib
+
+
+def test_a_stability_section_names_the_features_that_entered_and_left():
+    page = report.render("t", [], [], {"stability": report.stability_section(
+        {"previous_version": "2026-01-01T00.00.00.000Z",
+         "per_k": {"3": {"jaccard": 0.5, "overlap": 2, "rank_correlation": 1.0, "entered": ["<b>&x"], "left": ["a<c"]},
+                   "6": {"message": "k = 6 was not selected in the previous run"}}}, 3)})
+    assert "&lt;b&gt;&amp;x" in page and "a&lt;c" in page and "<b>" not in page
+    assert "2026-01-01T00.00.00.000Z" in page and "k = 6 was not selected" in page
+    assert page.index("<td>3</td>") < page.index("<td>6</td>")  # the chosen k first
 
 
 def test_a_stability_section_shows_ten_names_per_cell_and_counts_the_rest():
     entered = [f"e{j}" for j in range(15)]
-    html = report.stability_section({"previous_version": "2026-01-01T00.00.00.000Z",
-                                     "per_k": {"20": {"jaccard": 0.2, "overlap": 5, "rank_correlation": 0.1,
-                                                      "entered": entered, "left": ["gone"]}}}, 20)
-    assert ", ".join(entered[:10]) + " and 5 more (selection_stability.json)" in html
-    assert "e10" not in html and "<td class=\"text\">gone</td>" in html
+    (table,) = [b for b in report.stability_section(
+        {"previous_version": "2026-01-01T00.00.00.000Z",
+         "per_k": {"20": {"jaccard": 0.2, "overlap": 5, "rank_correlation": 0.1, "entered": entered,
+                          "left": ["gone"]}}}, 20) if b["kind"] == "table"]
+    cells = [cell["text"] for cell in table["rows"][0]]
+    assert ", ".join(entered[:10]) + " and 5 more (selection_stability.json)" in cells and "gone" in cells
+
 
 # --- labels or not ----------------------------------------------------------------
 
@@ -155,7 +287,7 @@ def test_with_labels_the_report_has_accuracy_and_coloured_pca(inputs):
     assert "<img" in accuracy and "accuracy_mean" in accuracy and "no labels" not in accuracy
     assert "Best k by mean accuracy: 3 (80.0 %)" in accuracy
     assert "coloured by label" in section(page, "pca")
-    assert "2 classes" in page
+    assert "<dt>labels</dt><dd>2 classes</dd>" in page
 
 
 def test_without_labels_the_report_says_no_labels(inputs):
@@ -187,14 +319,16 @@ def test_the_page_is_self_contained_with_every_section_and_figure(inputs):
     assert page.startswith("<!DOCTYPE html>") and page.isascii()
     for key, title in report.SECTIONS.items():
         assert f'<section id="{key}"><h2>{title}</h2>' in page
-    assert "member_frequency" in section(page, "selected")
+        assert f'<li><a href="#{key}">{title}</a></li>' in page
+    selected = section(page, "selected")
+    assert "member_frequency" in selected and "<th>score_name</th>" in selected
     assert "member agreement" in page and "auto: the largest k" in page
+    assert "<dt>shape</dt><dd>30 samples &#215; 8 features</dd>" in page  # the one non-ASCII character, referenced
     images = re.findall(r'<img alt="[^"]*" src="data:image/png;base64,([^"]+)">', page)
     assert len(images) == 5  # loss, scores, LGRC, accuracy, PCA
     assert all(base64.b64decode(data).startswith(b"\x89PNG\r\n\x1a\n") for data in images)
     # nothing to fetch: no link, no script, no remote or file URL
     assert not re.search(r"<link|<script|src=\"(?!data:)|url\(|https?://|file:", page)
-    assert "<td class=\"text\"><span class=\"in\">swapped in</span></td>" in section(page, "selected")
 
 
 def test_pca_of_one_column_and_of_one_sample():

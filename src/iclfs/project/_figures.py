@@ -8,6 +8,7 @@ matplotlib figure; text that comes from the data is passed through
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import matplotlib
 
@@ -15,6 +16,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+
+from iclfs.method._config import SelectionConfig
+from iclfs.method._lgrc import laplacian_gate, select_features
 
 MAX_POINTS = 5000  # samples drawn in a PCA plot (the projection uses every sample)
 MAX_NAMED = 12  # swapped features named in the LGRC plot, per side
@@ -28,7 +32,8 @@ def plain(value: object) -> str:
 
 def swapped_features(feature_ranking: pd.DataFrame,
                      feature_list: pd.DataFrame) -> tuple[list[int], list[int]]:
-    """The features LGRC swapped at the chosen k (= the length of the selected list), by feature index.
+    """How the list differs from the ranking's first k (k = the list's length), by feature index, whatever changed
+    it (:func:`list_changes` says what: LGRC, the hold to the last list or another method's members).
 
     Returns
     -------
@@ -39,10 +44,93 @@ def swapped_features(feature_ranking: pd.DataFrame,
     """
     k = len(feature_list)
     first_k = feature_ranking.sort_values("rank")["feature_index"].head(k).astype(int).tolist()
+    return _differences(first_k, feature_list.sort_values("rank")["feature_index"].astype(int).tolist())
+
+
+#: What made a listed feature differ from the ranking's first k.
+LGRC = "LGRC"  # the Laplacian gate at the list's k
+HOLD = "the hold"  # a carried run's list held to the last list handed on (iclfs.method._lgrc.hold)
+MEMBERS = "the members"  # another method's list: the k features its members chose most
+UNKNOWN = "not the first k"  # the run's selection settings not given: no cause is named
+
+
+@dataclass(frozen=True)
+class ListChanges:
+    """How the list at k differs from the ranking's first k, by what changed it.
+
+    Attributes
+    ----------
+    k : int
+        The list's length.
+    by : dict of str to (list of int, list of int)
+        For each cause (:data:`LGRC`, :data:`HOLD`, :data:`MEMBERS` or
+        :data:`UNKNOWN`), the feature indices it brought in (in list order)
+        and took out (in its reference's order). LGRC is measured against the
+        ranking's first k; the hold against LGRC's selection at k.
+    gate : float or None
+        LGRC's gate gamma (the Laplacian score above which it swaps a feature
+        out), when LGRC ran.
+    """
+
+    k: int
+    by: dict[str, tuple[list[int], list[int]]]
+    gate: float | None = None
+
+    @property
+    def came_in(self) -> dict[int, str]:
+        """Each listed feature not among the ranking's first k, by feature index: what brought it in."""
+        return {i: cause for cause, (came, _) in self.by.items() for i in came}
+
+    def __bool__(self) -> bool:
+        return any(came or went for came, went in self.by.values())
+
+
+def _differences(reference: Sequence[int], chosen: Sequence[int]) -> tuple[list[int], list[int]]:
+    """(in ``chosen``, not in ``reference``), (in ``reference``, not in ``chosen``), each in its own order."""
+    kept, listed = set(reference), set(chosen)
+    return [i for i in chosen if i not in kept], [i for i in reference if i not in listed]
+
+
+def list_changes(feature_ranking: pd.DataFrame, feature_list: pd.DataFrame,
+                 selection: Mapping | None = None) -> ListChanges:
+    """What changed the list at k from the ranking's first k: LGRC, the hold to the last list, or another
+    method's members.
+
+    LGRC's part is its own selection at k (:func:`~iclfs.method._lgrc.select_features` on the ranking's order and
+    its ``laplacian_gate`` scores, with ``selection``'s alpha and quantile) against the first k; the hold's is
+    the list against that selection: a carried run's list is held to the last one and chosen from a wider
+    selection, and neither is LGRC's doing. Without ``selection`` (or the ``laplacian_gate`` column) no cause is
+    named (:data:`UNKNOWN`).
+
+    Parameters
+    ----------
+    feature_ranking : DataFrame
+        The ``feature_ranking`` artifact, one row per feature (``rank``, ``feature_index``, ``laplacian_gate``).
+    feature_list : DataFrame
+        The list, k rows (``rank``, ``feature_index``).
+    selection : mapping, optional
+        The run's ``selection`` parameters.
+
+    Returns
+    -------
+    ListChanges
+    """
+    order = feature_ranking.sort_values("rank")["feature_index"].astype(int).to_numpy()
+    k = len(feature_list)
     chosen = feature_list.sort_values("rank")["feature_index"].astype(int).tolist()
-    swapped_in = [i for i in chosen if i not in set(first_k)]
-    swapped_out = [i for i in first_k if i not in set(chosen)]
-    return swapped_in, swapped_out
+    first = order[:k].tolist()
+    if selection is None or "laplacian_gate" not in feature_ranking:
+        return ListChanges(k, {UNKNOWN: _differences(first, chosen)})
+    config = SelectionConfig.from_dict(selection)
+    if config.method != "iclfs":  # LGRC corrects ICLFS only (iclfs.method._lgrc.gate)
+        return ListChanges(k, {MEMBERS: _differences(first, chosen)})
+    if not config.use_lgrc:
+        return ListChanges(k, {HOLD: _differences(first, chosen)})
+    gated_by = np.full(len(order), np.inf)
+    gated_by[order] = feature_ranking.sort_values("rank")["laplacian_gate"].to_numpy(dtype=np.float64)
+    gated = select_features(order, gated_by, k, alpha=config.alpha, quantile=config.quantile).tolist()
+    return ListChanges(k, {LGRC: _differences(first, gated), HOLD: _differences(gated, chosen)},
+                       gate=laplacian_gate(gated_by, config.quantile))
 
 
 def training_loss_figure(training_log: pd.DataFrame) -> plt.Figure:
@@ -93,28 +181,36 @@ def score_distribution_figure(feature_ranking: pd.DataFrame, feature_list: pd.Da
     return fig
 
 
+#: How the LGRC figure marks what each cause brought in and took out: (marker, colour) per side.
+CHANGE_MARKS = {LGRC: (("^", "#1a7f37"), ("x", "#b42318")), HOLD: (("D", "#1c7ed6"), ("+", "#e8590c")),
+                MEMBERS: (("^", "#1a7f37"), ("x", "#b42318")), UNKNOWN: (("^", "#1a7f37"), ("x", "#b42318"))}
+
+
 def score_vs_laplacian_figure(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame,
-                              feature_list: pd.DataFrame) -> plt.Figure:
-    """Network score against Laplacian score; the selection, and what LGRC swapped in and out, marked."""
+                              feature_list: pd.DataFrame, changes: ListChanges | None = None) -> plt.Figure:
+    """Network score against Laplacian score; the selection, and what LGRC and the hold swapped in and out,
+    marked apart (``changes``; without it, every difference from the ranking's first k, no cause named)."""
     frame = feature_ranking[["feature_index", "feature_name", "score"]].merge(
         laplacian_scores[["feature_index", "laplacian_score"]], on="feature_index").set_index("feature_index")
     frame = frame[np.isfinite(frame["laplacian_score"].astype(float)) & np.isfinite(frame["score"].astype(float))]
-    swapped_in, swapped_out = swapped_features(feature_ranking, feature_list)
+    changes = changes if changes is not None else list_changes(feature_ranking, feature_list)
     selected = [i for i in feature_list["feature_index"].astype(int) if i in frame.index]
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     ax.scatter(frame["laplacian_score"], frame["score"], s=8, color="0.75", label="all features")
     ax.scatter(frame.loc[selected, "laplacian_score"], frame.loc[selected, "score"], s=28, color="navy",
                label="selected")
-    for indices, marker, colour, label in ((swapped_in, "^", "#1a7f37", "swapped in by LGRC"),
-                                           (swapped_out, "x", "#b42318", "swapped out by LGRC")):
-        shown = [i for i in indices if i in frame.index]
-        if not shown:
-            continue
-        ax.scatter(frame.loc[shown, "laplacian_score"], frame.loc[shown, "score"], s=70, marker=marker,
-                   color=colour, label=label, zorder=3)
-        for i in shown[:MAX_NAMED]:
-            ax.annotate(plain(frame.loc[i, "feature_name"]), (frame.loc[i, "laplacian_score"], frame.loc[i, "score"]),
-                        textcoords="offset points", xytext=(4, 4), fontsize=7, color=colour)
+    for cause, sides in changes.by.items():
+        for indices, (marker, colour), side in zip(sides, CHANGE_MARKS[cause], ("in", "out")):
+            shown = [i for i in indices if i in frame.index]
+            if not shown:
+                continue
+            label = f"swapped {side}" + ("" if cause == UNKNOWN else f" by {cause}")
+            ax.scatter(frame.loc[shown, "laplacian_score"], frame.loc[shown, "score"], s=70, marker=marker,
+                       color=colour, label=label, zorder=3)
+            for i in shown[:MAX_NAMED]:
+                ax.annotate(plain(frame.loc[i, "feature_name"]),
+                            (frame.loc[i, "laplacian_score"], frame.loc[i, "score"]),
+                            textcoords="offset points", xytext=(4, 4), fontsize=7, color=colour)
     k = len(feature_list)
     ranked = feature_ranking.sort_values("rank")["score"].to_numpy(dtype=float)
     if 0 < k <= len(ranked):

@@ -1,21 +1,28 @@
 """The run report: one self-contained HTML page per run.
 
-Everything is inline: the CSS, the tables (HTML), the figures (matplotlib,
-base64 PNG in ``<img src="data:...">``). The page loads nothing from disk or
-the network, so it can be mailed, attached to an MLflow run or opened
-offline. Every string that comes from the data (feature names, class names,
-the source's path) is HTML-escaped.
+Everything is inline: the CSS, the tables, the figures (matplotlib, base64 PNG
+in ``<img src="data:...">``). The page loads nothing from disk or the network,
+so it can be mailed, attached to an MLflow run or opened offline.
 
-Small pure functions, one per part; :func:`run_report` puts them together.
+The page is the Jinja2 template ``iclfs/templates/run_report.html.j2``,
+rendered with autoescape on: this module hands it plain data (text, table
+cells, figures' PNG bytes), never markup, so every string that comes from the
+data (feature names, class names, the source's path) is escaped by the
+template, wherever it appears.
+
+Small pure functions, one per section, each returning the section's blocks;
+:func:`run_report` puts them together.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import io
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import NamedTuple
 
+import jinja2
 import matplotlib
 
 matplotlib.use("Agg")
@@ -25,8 +32,14 @@ import pandas as pd
 
 from iclfs.baselines import REGISTRY
 from iclfs.project._figures import (
+    HOLD,
+    LGRC,
     MAX_POINTS,
+    MEMBERS,
+    UNKNOWN,
+    ListChanges,
     accuracy_figure,
+    list_changes,
     pca_figure,
     score_distribution_figure,
     score_vs_laplacian_figure,
@@ -44,35 +57,30 @@ SECTIONS = {
     "pca": "PCA of the samples",
     "stability": "Stability against the previous run",
 }
+TEMPLATE = "run_report.html.j2"
 NO_LABELS = "no labels: the k-means accuracy was not evaluated"
 NAMES_LISTED = 20  # names a sentence lists of the features or samples that came or went
 NAMES_A_CELL = 10  # names a cell of the per-k table lists of those that entered or left the list
 EVERY_NAME = " (selection_stability.json)"  # where the names a list leaves out are
 
-CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1100px;
-padding:1.5rem;color:#222;line-height:1.45}
-h1{font-size:1.6rem;margin-bottom:.3rem}h2{font-size:1.25rem;border-bottom:1px solid #ddd;padding-bottom:.2rem;
-margin-top:2rem}
-dl.facts{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}dl.facts dt{font-weight:600}
-dl.facts dd{margin:0}
-nav ul{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:.4rem 1rem}
-table{border-collapse:collapse;font-size:.9rem;margin:.5rem 0}
-th,td{border:1px solid #ccc;padding:.2rem .5rem;text-align:right}th{background:#f3f3f3}
-td.text{text-align:left}
-figure{margin:.5rem 0}figure img{max-width:100%;height:auto}figcaption{font-size:.85rem;color:#555}
-.note{color:#555;font-style:italic}
-.in{color:#1a7f37;font-weight:600}.out{color:#b42318;font-weight:600}
-.pair{display:flex;flex-wrap:wrap;gap:1rem}.pair figure{flex:1 1 420px}
-"""
+Block = dict  # one element of a section, as the template draws it: {"kind": "p" | "note" | "figure" | "table", ...}
 
 
-# --- strings and tables ------------------------------------------------------------
+class Marked(NamedTuple):
+    """A table cell drawn in a coloured span: ``mark`` is ``in`` (green) or ``out`` (red)."""
+
+    text: str
+    mark: str
 
 
-def esc(value: object) -> str:
-    """``value`` as HTML text: ``<``, ``>``, ``&`` and both quotes escaped."""
-    return html.escape(str(value), quote=True)
+# --- text, tables, figures -----------------------------------------------------------
+
+
+@cache
+def environment() -> jinja2.Environment:
+    """The report's Jinja2 environment: the package's templates, autoescape on, an unknown name an error."""
+    return jinja2.Environment(loader=jinja2.PackageLoader("iclfs", "templates"), autoescape=True,
+                              undefined=jinja2.StrictUndefined)
 
 
 def format_value(value: object, digits: int = 4) -> str:
@@ -88,101 +96,97 @@ def format_value(value: object, digits: int = 4) -> str:
     return str(value)
 
 
-def html_table(frame: pd.DataFrame, classes: Mapping[str, str] | None = None, digits: int = 4,
-               raw_columns: Iterable[str] = ()) -> str:
-    """``frame`` as an HTML table, every header and cell escaped.
-
-    ``classes`` maps a column to the CSS class of its cells; ``raw_columns``
-    are columns whose cells are already HTML (built with :func:`esc`).
-    """
-    classes = dict(classes or {})
-    raw = set(raw_columns)
-    head = "".join(f"<th>{esc(column)}</th>" for column in frame.columns)
+def table(frame: pd.DataFrame, digits: int = 4) -> Block:
+    """``frame`` as a table block: text cells left-aligned, :class:`Marked` cells in their span."""
     rows = []
     for record in frame.itertuples(index=False, name=None):
-        cells = []
-        for column, value in zip(frame.columns, record):
-            text = value if column in raw else esc(format_value(value, digits))
-            css = classes.get(column) or ("text" if isinstance(value, str) else "")
-            cells.append(f'<td class="{css}">{text}</td>' if css else f"<td>{text}</td>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        row = []
+        for value in record:
+            if isinstance(value, Marked):
+                row.append({"text": value.text, "css": "text", "mark": value.mark})
+            else:
+                row.append({"text": format_value(value, digits), "css": "text" if isinstance(value, str) else "",
+                            "mark": ""})
+        rows.append(row)
+    return {"kind": "table", "columns": [str(column) for column in frame.columns], "rows": rows}
 
 
-def figure_html(fig: plt.Figure, alt: str, caption: str = "") -> str:
-    """``fig`` as an inline base64 PNG ``<figure>`` (the figure is closed)."""
+def figure(fig: plt.Figure, alt: str, caption: str = "") -> Block:
+    """``fig`` as an inline base64 PNG figure block (the figure is closed)."""
     buffer = io.BytesIO()
     try:
         fig.savefig(buffer, format="png", dpi=100)
     finally:
         plt.close(fig)
-    data = base64.b64encode(buffer.getvalue()).decode("ascii")
-    caption_html = f"<figcaption>{esc(caption)}</figcaption>" if caption else ""
-    return f'<figure><img alt="{esc(alt)}" src="data:image/png;base64,{data}">{caption_html}</figure>'
+    return {"kind": "figure", "alt": alt, "caption": caption,
+            "png": base64.b64encode(buffer.getvalue()).decode("ascii")}
 
 
-def section_html(section_id: str, body: str) -> str:
-    """One ``<section>`` with its title from :data:`SECTIONS`."""
-    return f'<section id="{section_id}"><h2>{esc(SECTIONS[section_id])}</h2>{body}</section>'
+def paragraph(text: str) -> Block:
+    return {"kind": "p", "text": text}
 
 
-def note(text: str) -> str:
-    return f'<p class="note">{esc(text)}</p>'
+def note(text: str) -> Block:
+    return {"kind": "note", "text": text}
 
 
-# --- what LGRC changed -------------------------------------------------------------
+def render(title: str, facts: Sequence[tuple[str, str]], header: Sequence[Block],
+           sections: Mapping[str, Sequence[Block]]) -> str:
+    """The whole page from the template: the title, the facts, the header's blocks and each section's.
+
+    Pure ASCII (any other character as a numeric reference), so the file reads
+    the same whatever encoding it is saved or opened with.
+    """
+    page = environment().get_template(TEMPLATE).render(
+        title=title, facts=list(facts), header_blocks=list(header),
+        sections=[{"id": key, "title": SECTIONS[key], "blocks": list(blocks)} for key, blocks in sections.items()])
+    return page.encode("ascii", "xmlcharrefreplace").decode("ascii")
 
 
 # --- sections --------------------------------------------------------------------
 
 
-def header_html(ground_truth: Mapping, shape: tuple[int, int], labels: Mapping, k_choice: Mapping) -> str:
-    """The title and the facts: the table read, its shape, labels, the chosen k and why."""
-    source = ground_truth.get("source") or "unknown"
+def header(ground_truth: Mapping, shape: tuple[int, int], labels: Mapping,
+           k_choice: Mapping) -> tuple[list[tuple[str, str]], list[Block]]:
+    """The facts (the table read, its shape, labels, the chosen k and why) and the members' agreement per k."""
     n_samples, n_features = shape
     classes = list(labels.get("classes") or []) if labels else []
-    label_text = f"{len(classes)} classes" if labels and labels.get("codes") else "no labels"
-    facts = [("table", esc(source)),  # the file read (the data source is a folder of runs)
-             ("shape", f"{n_samples} samples &times; {n_features} features"),
-             ("labels", esc(label_text)),
-             ("chosen k", esc(k_choice.get("k"))),
-             ("why", esc(k_choice.get("reason", "")))]
-    body = "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in facts)
+    facts = [("table", str(ground_truth.get("source") or "unknown")),  # the file read (the source is a folder)
+             ("shape", f"{n_samples} samples \N{MULTIPLICATION SIGN} {n_features} features"),
+             ("labels", f"{len(classes)} classes" if labels and labels.get("codes") else "no labels"),
+             ("chosen k", str(k_choice.get("k"))),
+             ("why", str(k_choice.get("reason", "")))]
     agreement = k_choice.get("agreement")
-    extra = ""
-    if agreement:
-        table = pd.DataFrame({"k": [int(k) for k in agreement], "member agreement": list(agreement.values())})
-        extra = "<p>Agreement of the members at every k:</p>" + html_table(table.sort_values("k"))
-    nav = "".join(f'<li><a href="#{key}">{esc(title)}</a></li>' for key, title in SECTIONS.items())
-    return (f"<header><h1>ICLFS run report: {esc(source)}</h1><dl class=\"facts\">{body}</dl>{extra}"
-            f"<nav><ul>{nav}</ul></nav></header>")
+    if not agreement:
+        return facts, []
+    frame = pd.DataFrame({"k": [int(k) for k in agreement], "member agreement": list(agreement.values())})
+    return facts, [paragraph("Agreement of the members at every k:"), table(frame.sort_values("k"))]
 
 
-def selected_section(feature_list: pd.DataFrame, feature_ranking: pd.DataFrame) -> str:
-    """The selected features: rank, name, index, score, Laplacian score, member frequency when present."""
-    columns = ["rank", "feature_name", "feature_index", "score", "laplacian_score"]
-    columns += ["member_frequency"] if "member_frequency" in feature_list else []
-    table = feature_list[columns].copy()
-    table["feature_name"] = table["feature_name"].astype(str)
-    swapped_in, _ = swapped_features(feature_ranking, feature_list)
-    table["LGRC"] = ['<span class="in">swapped in</span>' if int(i) in swapped_in else ""
-                     for i in table["feature_index"]]
-    body = html_table(table, classes={"feature_name": "text", "LGRC": "text"}, raw_columns=["LGRC"])
-    count = f"{len(table)} feature" + ("s" if len(table) != 1 else "")
-    return section_html("selected", f"<p>{count}, best first.</p>{body}")
+def selected_section(feature_list: pd.DataFrame, feature_ranking: pd.DataFrame, changes: ListChanges) -> list[Block]:
+    """The selected features: rank, name, index, score and what it is, Laplacian score, member frequency when
+    present, and what brought in each feature not among the ranking's first k (LGRC or the hold)."""
+    columns = ["rank", "feature_name", "feature_index", "score"]
+    columns += [c for c in ("score_name", "laplacian_score", "member_frequency") if c in feature_list]
+    frame = feature_list[columns].copy()
+    frame["feature_name"] = frame["feature_name"].astype(str)
+    outside, _ = swapped_features(feature_ranking, feature_list)
+    by = changes.came_in
+    frame["swapped in by"] = [Marked(by[i], "in") if i in outside else ""
+                              for i in frame["feature_index"].astype(int)]
+    count = f"{len(frame)} feature" + ("s" if len(frame) != 1 else "")
+    return [paragraph(f"{count}, best first."), table(frame)]
 
 
-def loss_section(training_log: pd.DataFrame) -> str:
+def loss_section(training_log: pd.DataFrame) -> list[Block]:
     if "method" in training_log and len(training_log):
         method = training_log["method"].iloc[0]
         seconds = float(training_log["member_seconds"].iloc[0]) if "member_seconds" in training_log else 0
         if training_log["loss"].isna().all():
-            return section_html("loss", note(f"{method} (selection.method) trains no network: it selected in "
-                                             f"{seconds:.1f} s"))
+            return [note(f"{method} (selection.method) trains no network: it selected in {seconds:.1f} s")]
         caption = (f"{method} (selection.method): one network per k, "
                    f"{training_log.groupby('member')['epoch'].count().max()} epochs at most; {seconds:.1f} s")
-        return section_html("loss", figure_html(training_loss_figure(training_log), "training loss per k",
-                                                caption))
+        return [figure(training_loss_figure(training_log), "training loss per k", caption)]
     members = training_log["member"].nunique() if "member" in training_log else 1
     epochs = int(training_log["epoch"].max()) if len(training_log) else 0
     caption = f"{members} member(s), {epochs} epoch(s)"
@@ -190,66 +194,89 @@ def loss_section(training_log: pd.DataFrame) -> str:
         caption += f"; schedule {training_log['schedule'].iloc[0]}"
     if "device" in training_log and len(training_log):
         caption += f" on {training_log['device'].iloc[0]}"
-    return section_html("loss", figure_html(training_loss_figure(training_log), "training loss per network",
-                                            caption))
+    return [figure(training_loss_figure(training_log), "training loss per network", caption)]
 
 
-def scores_section(feature_ranking: pd.DataFrame, feature_list: pd.DataFrame) -> str:
+def scores_section(feature_ranking: pd.DataFrame, feature_list: pd.DataFrame) -> list[Block]:
     fig = score_distribution_figure(feature_ranking, feature_list)
-    return section_html("scores", figure_html(fig, "score distribution with the top-k cut",
-                                              f"{len(feature_ranking)} features; the red line is the top-"
-                                              f"{len(feature_list)} cut of the ranking"))
+    return [figure(fig, "score distribution with the top-k cut",
+                   f"{len(feature_ranking)} features; the red line is the top-{len(feature_list)} cut of the ranking")]
 
 
-def lgrc_section(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame,
-                 feature_list: pd.DataFrame) -> str:
-    """The scatter, and the features LGRC swapped in and out, listed."""
-    swapped_in, swapped_out = swapped_features(feature_ranking, feature_list)
+def change_lines(changes: ListChanges, method: str) -> list[str]:
+    """What changed the list from the ranking's first k, one sentence per cause."""
+    k = changes.k
+    lines = []
+    if LGRC in changes.by:
+        came, went = changes.by[LGRC]
+        lines.append(f"LGRC swapped {len(came)} feature(s) in and {len(went)} out of the ranking's first {k}"
+                     + (f": a feature goes out when its Laplacian score (laplacian_gate) is above the gate, "
+                        f"{changes.gate:.4g}" if went and changes.gate is not None else ""))
+    came, went = changes.by.get(HOLD, ([], []))
+    if came or went:
+        against = f"LGRC's {k}" if LGRC in changes.by else f"the ranking's first {k}"
+        lines.append(f"The hold to the last list (a carried run keeps a listed feature while it stays near the top) "
+                     f"brought {len(came)} feature(s) in and took {len(went)} out, against {against}")
+    if MEMBERS in changes.by:
+        came, _ = changes.by[MEMBERS]
+        lines.append(f"{method} is not corrected by LGRC: its list is the {k} features its members chose most, "
+                     f"{len(came)} of them not among the ranking's first {k}")
+    if UNKNOWN in changes.by:
+        came, went = changes.by[UNKNOWN]
+        lines.append(f"{len(came)} listed feature(s) are not among the ranking's first {k}, and {len(went)} of "
+                     "those are not listed (the run's selection settings were not given, to say what swapped them)")
+    return lines
+
+
+def lgrc_section(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame, feature_list: pd.DataFrame,
+                 changes: ListChanges, method: str = "iclfs") -> list[Block]:
+    """The scatter, and the features LGRC and the hold swapped in and out, each named with its cause."""
     ls = laplacian_scores.set_index("feature_index")["laplacian_score"].astype(float)
     not_finite = int((~np.isfinite(ls)).sum())
-    caption = "grey: every feature; blue: selected; green triangles: swapped in; red crosses: swapped out"
+    caption = "grey: every feature; blue: selected; the swapped in and out are marked by what swapped them"
     if not_finite:
         caption += f"; {not_finite} feature(s) with an infinite Laplacian score (constant) are not drawn"
-    fig = score_vs_laplacian_figure(feature_ranking, laplacian_scores, feature_list)
-    body = figure_html(fig, "network score against Laplacian score", caption)
-    if not swapped_in and not swapped_out:
-        body += note(f"LGRC kept the first {len(feature_list)} features of the ranking: nothing swapped.")
-        return section_html("lgrc", body)
+    fig = score_vs_laplacian_figure(feature_ranking, laplacian_scores, feature_list, changes)
+    blocks = [figure(fig, "network score against Laplacian score", caption)]
+    if not changes:
+        blocks.append(note(f"The list is the first {changes.k} features of the ranking: nothing swapped."))
+        return blocks
+    blocks += [paragraph(line + ".") for line in change_lines(changes, method)]
     by_index = feature_ranking.set_index("feature_index")
-    rows = [{"change": f'<span class="{side}">swapped {side}</span>',
+    gated = "laplacian_gate" if "laplacian_gate" in by_index else None
+    rows = [{"change": Marked(f"swapped {side}", side), "by": cause,
              "feature_name": str(by_index.loc[i, "feature_name"]), "feature_index": int(i),
              "ranking rank": int(by_index.loc[i, "rank"]), "score": float(by_index.loc[i, "score"]),
+             **({gated: float(by_index.loc[i, gated])} if gated else {}),
              "laplacian_score": float(ls.get(i, np.nan))}
-            for side, indices in (("in", swapped_in), ("out", swapped_out)) for i in indices]
-    body += (f"<p>LGRC swapped {len(swapped_in)} feature(s) in and {len(swapped_out)} out at k = "
-             f"{len(feature_list)}.</p>")
-    body += html_table(pd.DataFrame(rows), classes={"change": "text", "feature_name": "text"}, raw_columns=["change"])
-    return section_html("lgrc", body)
+            for cause, sides in changes.by.items() for side, indices in zip(("in", "out"), sides) for i in indices]
+    blocks.append(table(pd.DataFrame(rows)))
+    return blocks
 
 
-def accuracy_section(evaluation_table: pd.DataFrame | None, k: int) -> str:
+def accuracy_section(evaluation_table: pd.DataFrame | None, k: int) -> list[Block]:
     """The accuracy curve and table with labels; "no labels" (and any recall columns) without."""
     if evaluation_table is None or "accuracy_mean" not in evaluation_table:
-        body = note(NO_LABELS)
+        blocks = [note(NO_LABELS)]
         if evaluation_table is not None and "informative_recall" in evaluation_table:
-            body += "<p>Known informative features recovered:</p>" + html_table(evaluation_table)
-        return section_html("accuracy", body)
-    fig = accuracy_figure(evaluation_table, k)
-    body = figure_html(fig, "k-means accuracy against k", "mean +- std over the k-means runs")
+            blocks += [paragraph("Known informative features recovered:"), table(evaluation_table)]
+        return blocks
     best = evaluation_table.sort_values(["accuracy_mean", "k"], ascending=[False, True]).iloc[0]
-    body += (f"<p>Best k by mean accuracy: {int(best['k'])} ({100 * float(best['accuracy_mean']):.1f} %); "
-             f"chosen k: {k}.</p>")
-    return section_html("accuracy", body + html_table(evaluation_table))
+    return [figure(accuracy_figure(evaluation_table, k), "k-means accuracy against k",
+                   "mean +- std over the k-means runs"),
+            paragraph(f"Best k by mean accuracy: {int(best['k'])} ({100 * float(best['accuracy_mean']):.1f} %); "
+                      f"chosen k: {k}."),
+            table(evaluation_table)]
 
 
-def pca_section(standardized_data: np.ndarray, feature_list: pd.DataFrame, labels: Mapping) -> str:
+def pca_section(standardized_data: np.ndarray, feature_list: pd.DataFrame, labels: Mapping) -> list[Block]:
     indices = feature_list.sort_values("rank")["feature_index"].astype(int).tolist()
     coloured = "coloured by label" if labels and labels.get("codes") else "no labels: one colour"
     caption = f"{len(standardized_data)} samples, standardized; {coloured}"
     if len(standardized_data) > MAX_POINTS:
         caption += f"; {MAX_POINTS} of them drawn (the projection uses all)"
     fig = pca_figure(standardized_data, indices, labels)
-    return section_html("pca", figure_html(fig, "PCA of the samples on all and on the selected features", caption))
+    return [figure(fig, "PCA of the samples on all and on the selected features", caption)]
 
 
 def _names(names: Sequence, total: int | None = None, where: str = "") -> str:
@@ -281,8 +308,6 @@ def change_sentences(changes: Mapping | None) -> list[str]:
     if not lines:
         lines.append("the table's features and samples are the previous run's; its values changed")
     return ["since the previous run: " + "; ".join(lines)]
-
-
 def stability_sentences(selection_stability: Mapping) -> list[str]:
     """The member history, the table's changes, Nogueira's Phi with its interval and whether the members found
     a signal: one sentence each (the run summary's too)."""
@@ -325,13 +350,13 @@ def stability_sentences(selection_stability: Mapping) -> list[str]:
     return lines
 
 
-def stability_section(selection_stability: Mapping, k: int) -> str:
+def stability_section(selection_stability: Mapping, k: int) -> list[Block]:
     """Nogueira's Phi, and the overlap with the previous run's selection per k (the chosen k first)."""
-    sentences = "".join(f"<p>{esc(line)}.</p>" for line in stability_sentences(selection_stability))
+    blocks = [paragraph(f"{line}.") for line in stability_sentences(selection_stability)]
     previous = selection_stability.get("previous_version")
     if previous is None:
-        return section_html("stability", sentences + note(selection_stability.get("message")
-                                                          or "first run for this data source: nothing to compare"))
+        return blocks + [note(selection_stability.get("message") or "first run for this data source: nothing to "
+                                                                     "compare")]
     per_k = {int(kk): value for kk, value in (selection_stability.get("per_k") or {}).items()}
     rows = []
     for kk in sorted(per_k, key=lambda value: (value != k, value)):
@@ -341,37 +366,29 @@ def stability_section(selection_stability: Mapping, k: int) -> str:
                      **{key: _names(value.get(key, [])[:NAMES_A_CELL], len(value.get(key, [])), EVERY_NAME)
                         for key in ("entered", "left")},
                      "note": value.get("message", "")})
-    body = sentences + f"<p>Compared with the selection of version {esc(previous)}.</p>"
-    body += html_table(pd.DataFrame(rows), classes={"entered": "text", "left": "text", "note": "text"})
-    return section_html("stability", body)
-
-
-def page_html(title: str, header: str, sections: Sequence[str]) -> str:
-    """The whole page: doctype, inline CSS, the header and the sections.
-
-    Pure ASCII (any other character as a numeric reference), so the file reads
-    the same whatever encoding it is saved or opened with.
-    """
-    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{esc(title)}</title>"
-            f"<style>{CSS}</style></head><body>{header}<main>{''.join(sections)}</main></body></html>\n")
-    return page.encode("ascii", "xmlcharrefreplace").decode("ascii")
+    return blocks + [paragraph(f"Compared with the selection of version {previous}."), table(pd.DataFrame(rows))]
 
 
 def run_report(ground_truth: Mapping, standardized_data: np.ndarray, labels: Mapping, k_choice: Mapping,
                feature_list: pd.DataFrame, training_log: pd.DataFrame, feature_ranking: pd.DataFrame,
                laplacian_scores: pd.DataFrame, evaluation_table: pd.DataFrame | None,
-               selection_stability: Mapping) -> str:
-    """The run's report as one HTML string (see the module docstring)."""
+               selection_stability: Mapping, selection: Mapping | None = None) -> str:
+    """The run's report as one HTML string (see the module docstring).
+
+    ``selection`` (the run's ``selection`` parameters) lets the report tell what LGRC swapped from what the hold
+    to the last list did (:func:`~iclfs.project._figures.list_changes`); without it the swaps name no cause.
+    """
     k = int(k_choice["k"])
-    sections = [
-        selected_section(feature_list, feature_ranking),
-        loss_section(training_log),
-        scores_section(feature_ranking, feature_list),
-        lgrc_section(feature_ranking, laplacian_scores, feature_list),
-        accuracy_section(evaluation_table, k),
-        pca_section(standardized_data, feature_list, labels),
-        stability_section(selection_stability, k),
-    ]
-    header = header_html(ground_truth, tuple(np.shape(standardized_data)), labels, k_choice)
-    return page_html(f"ICLFS run report: {ground_truth.get('source') or 'unknown'}", header, sections)
+    method = str((selection or {}).get("method") or "iclfs")
+    changes = list_changes(feature_ranking, feature_list, selection)
+    sections = {
+        "selected": selected_section(feature_list, feature_ranking, changes),
+        "loss": loss_section(training_log),
+        "scores": scores_section(feature_ranking, feature_list),
+        "lgrc": lgrc_section(feature_ranking, laplacian_scores, feature_list, changes, method),
+        "accuracy": accuracy_section(evaluation_table, k),
+        "pca": pca_section(standardized_data, feature_list, labels),
+        "stability": stability_section(selection_stability, k),
+    }
+    facts, blocks = header(ground_truth, tuple(np.shape(standardized_data)), labels, k_choice)
+    return render(f"ICLFS run report: {ground_truth.get('source') or 'unknown'}", facts, blocks, sections)

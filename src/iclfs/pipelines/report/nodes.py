@@ -157,14 +157,15 @@ def plot_score_distribution(feature_ranking: pd.DataFrame, feature_list: pd.Data
 def build_run_report(ground_truth: dict, standardized_data: np.ndarray, labels: dict, k_choice: dict,
                      feature_list: pd.DataFrame, training_log: pd.DataFrame,
                      feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame, evaluation_table: pd.DataFrame,
-                     selection_stability: dict) -> str:
+                     selection_stability: dict, selection: dict) -> str:
     """The run's self-contained HTML report (:mod:`iclfs.pipelines.report._report`).
 
     The source and shape, the k and why, the selected features, the loss, the
-    score distribution, what LGRC swapped, accuracy against k (when labels
-    exist), a PCA of the samples and the stability against the previous run:
-    one page, figures and CSS inline, nothing fetched.
+    score distribution, what LGRC swapped and, apart, what the hold to the last
+    list swapped (``selection``: the gate's settings), accuracy against k (when
+    labels exist), a PCA of the samples and the stability against the previous
+    run: one page, figures and CSS inline, nothing fetched.
     """
     return report.run_report(ground_truth, standardized_data, labels, k_choice, feature_list,
                              training_log, feature_ranking, laplacian_scores, evaluation_table,
-                             selection_stability)
+                             selection_stability, selection)

@@ -18,7 +18,7 @@ def create_pipeline(**kwargs) -> Pipeline:
             Node(build_run_report,
                  inputs=["ground_truth", "standardized_data", "labels", "k_choice", "feature_list",
                          "training_log", "feature_ranking", "laplacian_scores", "evaluation_table",
-                         "selection_stability"],
+                         "selection_stability", "params:selection"],
                  outputs="run_report", name="build_run_report"),
         ]
     )
