@@ -14,6 +14,7 @@ from iclfs.method._evidence import (
     complementary_pairs_bound,
     evidence,
     meinshausen_buhlmann_bound,
+    run_evidence,
 )
 from iclfs.method._members import member_samples, plan_members
 from iclfs.method._ranking import member_orders, top_k_frequency
@@ -149,3 +150,24 @@ def test_complementary_sampling_needs_an_even_number_of_members():
         MembersConfig(per_run=3, sampling="complementary")
     with pytest.raises(ParameterError, match="members.sampling"):
         MembersConfig(sampling="pairs")
+
+
+def test_a_runs_evidence_takes_its_bound_from_the_members_settings():
+    probability = np.zeros(1000)
+    probability[:20] = 1.0
+    pairs = MembersConfig(per_run=4, sampling="complementary", threshold=0.75)
+    assert run_evidence(probability, 20, 4, pairs).kind == COMPLEMENTARY
+    assert run_evidence(probability, 20, 16, MembersConfig(per_run=16)).kind == MEINSHAUSEN_BUHLMANN
+    other = run_evidence(probability, 20, 16, MembersConfig(per_run=16, subsample=0.8))
+    assert other.bound is None and "half of the samples" in other.reason
+    carried = run_evidence(probability, 20, 8, pairs, carried_runs=1)
+    assert carried.bound is None and "other tables" in carried.reason
+    one = run_evidence(probability, 20, 1, MembersConfig())
+    assert one.bound is None and "one member" in one.reason
+    assert one.summary(range(20)).startswith("one member: the list is one run's")
+    assert run_evidence(probability, 20, 0, MembersConfig()).members == 0
+
+
+def test_the_threshold_setting_is_above_one_half():
+    with pytest.raises(ParameterError, match="members.threshold"):
+        MembersConfig(threshold=0.5)

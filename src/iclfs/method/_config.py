@@ -330,6 +330,9 @@ class MembersConfig(Section):
     sampling: str = param("random", one_of("random", "complementary"),
                           "random: each member its own subsample; complementary: members in pairs on two "
                           "disjoint halves of the samples (per_run even; subsample is then 0.5)")
+    threshold: float = param(0.9, number(0.5, 1, low_open=True),
+                             "pi: a feature selected by at least this share of the members is stable, and the "
+                             "bound on false selections is given for that set (docs/method.md §10)")
     feature_blocks: int = param(1, integer(1, MAX_MEMBERS), "blocks each member deals its features into, one "
                                                             "network per block (1: one network on every feature)")
     carry: bool = param(True, boolean, "keep this run's members in the data source's history and select from all")
@@ -362,7 +365,8 @@ SECTIONS: dict[str, type[Section]] = {
 }
 
 
-#: Keys of an earlier version that moved: ``old: new``. They keep working for one version, with a warning.
+#: Keys of an earlier version that were renamed, ``old: new``: refused, naming the new name (their one version of
+#: working under the old name has passed).
 RENAMED = {
     "consensus.members": "members.per_run",
     "consensus.member_epochs": "members.epochs",
@@ -375,8 +379,7 @@ RENAMED = {
     "history.laplacian_weight": "members.laplacian_weight",
 }
 #: Keys of an earlier version that are no longer settings, with the value the method now always uses: the
-#: alternatives lost their studies (docs/consensus.md), or the value is the paper's. Set to that value they are
-#: accepted with a warning for one version; any other value is refused, naming where the study lives.
+#: alternatives lost their studies (docs/members.md), or the value is the paper's. Refused, saying so.
 REMOVED = {
     "consensus.combine": ("mean_rank", "the mean rank won the consensus study"),
     "consensus.laplacian_weight": (0.0, "a run's own members are combined without the Laplacian score; "
@@ -400,64 +403,34 @@ REMOVED = {
     "baselines.lscae.min_decoder_lr": (1e-5, "the reference implementation's"),
 }
 #: Sections of an earlier version whose keys all moved or went.
-OLD_SECTIONS = ("consensus", "history")
+OLD_SECTIONS = {"consensus": "members", "history": "members"}
 
 
-def migrate_parameters(parameters: Mapping[str, Any], given: Collection[str] = ()) -> tuple[dict[str, Any],
-                                                                                             list[str]]:
-    """``parameters`` with the keys of an earlier version moved to their new names (:data:`RENAMED`) and the
-    removed ones dropped (:data:`REMOVED`), and a warning for each.
-
-    An old key's value replaces the new key's, which is its default unless the user also gave the new name:
-    the new names in ``given`` (dotted, e.g. the run's ``--params``) keep their value. A removed key set to a
-    value other than the one the method now uses is refused.
-
-    Returns
-    -------
-    parameters : dict
-        A copy; nested sections are copied too.
-    warnings : list of str
-    """
-    migrated = _copy_tree(parameters)
-    notes = []
-    for name in sorted(set(RENAMED) | set(REMOVED)):
-        *path, key = name.split(".")
-        old = _walk(migrated, path)
-        if old is None or key not in old:
-            continue
-        value = old.pop(key)
+def refuse_old_names(names: Collection[str]) -> None:
+    """Raise :class:`ParameterError` for the first of the dotted ``names`` an earlier version used, in one line
+    naming what replaced it (:data:`RENAMED`, :data:`REMOVED`, :data:`OLD_SECTIONS`)."""
+    for name in sorted(names):
         if name in RENAMED:
-            *new_path, new_key = RENAMED[name].split(".")
-            target = _walk(migrated, new_path, create=True)
-            if target is not None and RENAMED[name] not in given:
-                target[new_key] = value
-            notes.append(f"parameter {name} is now {RENAMED[name]}; the old name works in this version only")
-            continue
-        fixed, why = REMOVED[name]
-        if value != fixed:
-            raise ParameterError(f"parameter {name} = {value!r} is no longer a setting: the method always uses "
-                                 f"{fixed!r} ({why}). Remove it; benchmarks/ keeps the study's alternatives")
-        notes.append(f"parameter {name} is no longer a setting (always {fixed!r}: {why}); remove it")
-    for section in OLD_SECTIONS:
-        if section in migrated and not migrated[section]:
-            del migrated[section]
-    return migrated, notes
+            raise ParameterError(f"parameter {name} is now {RENAMED[name]}: rename it where it is set "
+                                 "(conf/local/parameters*.yml or --params)")
+        if name in REMOVED:
+            fixed, why = REMOVED[name]
+            raise ParameterError(f"parameter {name} is no longer a setting: the method always uses {fixed!r} "
+                                 f"({why}). Remove it; benchmarks/ keeps the study's alternatives")
+    for name in sorted(names):
+        section = name.split(".")[0]
+        if section in OLD_SECTIONS:
+            raise ParameterError(f"parameter {name}: the section {section} is gone, its settings are "
+                                 f"{OLD_SECTIONS[section]}.* (docs/guides/configuration.md). Remove it")
 
 
-def _copy_tree(tree: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: _copy_tree(value) if isinstance(value, Mapping) else value for key, value in tree.items()}
-
-
-def _walk(tree: dict[str, Any], path: list[str], create: bool = False) -> dict[str, Any] | None:
-    """The dict at ``path`` in ``tree`` (made on the way with ``create``), or None."""
-    for part in path:
-        child = tree.get(part)
-        if child is None and create:
-            child = tree[part] = {}
-        if not isinstance(child, dict):
-            return None
-        tree = child
-    return tree
+def dotted_names(tree: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """Every leaf of a nested parameters dict as a dotted name: ``{"a": {"b": 1}}`` -> ``["a.b"]``."""
+    names = []
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        names += dotted_names(value, f"{name}.") if isinstance(value, Mapping) and value else [name]
+    return names
 
 
 @dataclass(frozen=True)
@@ -494,12 +467,10 @@ class Settings:
     def from_parameters(cls, parameters: Mapping[str, Any]) -> Settings:
         """Every section from Kedro's ``parameters`` dict; sections it lacks take their defaults.
 
-        Keys of an earlier version are migrated (:func:`migrate_parameters`, with a logged warning each).
+        Keys of an earlier version are refused, naming their new name (:func:`refuse_old_names`).
         Keys that are not sections (``benchmark``, ``data_source``) are left to their own readers.
         """
-        parameters, notes = migrate_parameters(parameters)
-        for note in notes:
-            LOGGER.warning("%s", note)
+        refuse_old_names(dotted_names(parameters))
         sections = {name: section.from_dict(parameters.get(name)) for name, section in SECTIONS.items()}
         return cls(seed=parameters.get("seed", 42), **sections)
 
@@ -510,25 +481,21 @@ class Settings:
         """These settings with overrides as ``--params`` takes them, ``"selection.use_lgrc=false,training.epochs=5"``.
 
         Values are read as YAML; a list stays whole (``selection.k_values=[50,100]``). Keys of an earlier
-        version are migrated as :meth:`from_parameters` does.
+        version are refused as :meth:`from_parameters` refuses them.
         """
         parameters = self.to_parameters()
         overrides = parse_overrides(text)
+        refuse_old_names(overrides)
         for name, value in overrides.items():
             section, _, key = name.partition(".")
             if name == "seed":
                 parameters["seed"] = value
-            elif name in RENAMED or name in REMOVED:
-                parameters.setdefault(section, {})[key] = value
             elif section not in SECTIONS or key not in parameters[section]:
                 names = ["seed", *(f"{s}.{k}" for s in SECTIONS for k in parameters[s])]
                 raise ParameterError(f"unknown parameter {name!r}{closest(name, names)}; known: {', '.join(names)}")
             else:
                 parameters[section][key] = value
-        migrated, notes = migrate_parameters(parameters, given=set(overrides))
-        for note in notes:
-            LOGGER.warning("%s", note)
-        return Settings.from_parameters(migrated)
+        return Settings.from_parameters(parameters)
 
 
 def split_overrides(text: str | None) -> list[str]:

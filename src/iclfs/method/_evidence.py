@@ -54,8 +54,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._config import MembersConfig
+
 __all__ = ["COMPLEMENTARY", "MB_MIN_MEMBERS", "MEINSHAUSEN_BUHLMANN", "STABLE_MIN", "THRESHOLD", "Evidence",
-           "complementary_pairs_bound", "evidence", "meinshausen_buhlmann_bound"]
+           "complementary_pairs_bound", "evidence", "meinshausen_buhlmann_bound", "run_evidence"]
 
 #: The default threshold π: a feature selected by at least 90 % of the members is stable.
 THRESHOLD = 0.9
@@ -159,6 +161,9 @@ class Evidence:
         listed = np.asarray(listed, dtype=np.int64)
         if self.members == 0:
             return "no members: this method is deterministic, so the list has no selection probabilities"
+        if self.members == 1:
+            return ("one member: the list is one run's, with no selection probabilities to bound "
+                    "(members.per_run 2 or more gives them)")
         among = int(self.stable_mask()[listed].sum())
         share = f"{self.threshold:.0%}".replace("%", " %")
         head = (f"of the {len(listed)} listed, {among} are selected by >= {share} of {self.members} "
@@ -180,7 +185,7 @@ class Evidence:
 
 
 def evidence(probability: np.ndarray, q: int, members: int, threshold: float = THRESHOLD,
-             complementary: bool = False, half_samples: bool = True) -> Evidence:
+             complementary: bool = False, half_samples: bool = True, caveat: str | None = None) -> Evidence:
     """The stable set of ``probability`` at ``threshold`` and the bound that applies to it.
 
     Parameters
@@ -197,6 +202,8 @@ def evidence(probability: np.ndarray, q: int, members: int, threshold: float = T
         The members are complementary pairs of half-samples (Shah and Samworth's bound applies).
     half_samples : bool
         Each member saw a random half of the samples (Meinshausen and Bühlmann's bound needs it).
+    caveat : str, optional
+        Why no bound applies whatever the members (the members span several tables, say); None: none.
 
     Returns
     -------
@@ -217,7 +224,8 @@ def evidence(probability: np.ndarray, q: int, members: int, threshold: float = T
     # a small tolerance: a share of 9 in 10 members is 0.9 whatever the float sum gave
     chosen = np.flatnonzero(probability >= threshold - 1e-9)
     stable = chosen[np.lexsort((chosen, -probability[chosen]))]
-    kind, bound, reason = _bound(int(q), p, threshold, members, complementary, half_samples)
+    kind, bound, reason = (None, None, caveat) if caveat else _bound(int(q), p, threshold, members, complementary,
+                                                                       half_samples)
     if bound is not None and reason is None and bound >= len(stable):
         reason = f"the bound ({bound:.2g}) is not below the stable set's size ({len(stable)}): it says nothing"
     return Evidence(probability, float(threshold), stable.astype(np.int64), int(members), int(q), bound, kind,
@@ -239,3 +247,37 @@ def _bound(q: int, p: int, threshold: float, members: int, complementary: bool, 
                             f"probability over every half-sample; {MB_MIN_MEMBERS} members or more, or complementary "
                             "pairs)")
     return MEINSHAUSEN_BUHLMANN, meinshausen_buhlmann_bound(q, p, threshold), None
+
+
+def run_evidence(probability: np.ndarray, q: int, members: int, config: MembersConfig, carried_runs: int = 0
+                 ) -> Evidence:
+    """The evidence of a run's list: :func:`evidence` with the bound its members' settings allow.
+
+    Parameters
+    ----------
+    probability : array of shape (d,)
+        The selection probability at the list's k (``Ranking.frequency[k]``).
+    q : int
+        The list's k.
+    members : int
+        The members the run ranks by; 0 for a deterministic method (it has none).
+    config : MembersConfig
+        ``sampling``, ``subsample`` and ``per_run`` say which bound applies; ``threshold`` is π.
+    carried_runs : int
+        How many earlier runs' members the run ranks by beside its own. Their tables differ from this one's
+        (a refresh draws other samples; the drift case of benchmarks/results/evidence.md), so none of the
+        theorems' half-samples of one table describe them: no bound, the probabilities only.
+
+    Returns
+    -------
+    Evidence
+    """
+    caveat = None
+    if members == 1:
+        caveat = "one member: its list is its own first k, with no probabilities to bound (members.per_run 2 or more)"
+    elif carried_runs:
+        caveat = (f"the members of {carried_runs} earlier run(s) were trained on other tables; the bounds hold for "
+                  "half-samples of one table (members.carry false, or members.reset, gives them)")
+    complementary = config.sampling == "complementary"
+    half = config.sampling == "random" and config.subsample == 0.5
+    return evidence(probability, q, members, config.threshold, complementary, half, caveat)
