@@ -132,6 +132,22 @@ def check_entry(env: str | None, conf_source: str | None, pipelines: list[str]) 
 
             raise EntryError(f"pipeline {unknown[0]!r} does not exist{closest(unknown[0], names)}: the pipelines "
                              f"are {', '.join(names)}")
+        empty = [name for name in pipelines if not registered[name].nodes]
+        if empty:
+            raise EntryError(_why_empty(empty[0], env, conf_source))
+
+
+def _why_empty(name: str, env: str | None, conf_source: str | None) -> str:
+    """Why the pipeline ``name`` has no nodes, and the fix (the benchmark's: none of its files is there)."""
+    if name != "benchmark":
+        return f"pipeline {name!r} has no nodes: there is nothing to run"
+    from iclfs.project._conf import project_conf
+
+    benchmark = project_conf(conf_source or "conf", env or "local").get("benchmark", {})
+    folders = ", ".join(map(str, benchmark.get("folders", ()))) or "none"
+    return (f"pipeline 'benchmark' has no datasets: none of benchmark.datasets has its <name>.mat file in "
+            f"benchmark.folders ({folders}). Put the scikit-feature .mat files there, or set benchmark.folders "
+            "(conf/local/parameters.yml)")
 
 
 def _run(verbose: bool, source: str | None = None, input: str | None = None,  # noqa: A002  (the option's name)

@@ -12,11 +12,15 @@ from __future__ import annotations
 import re
 import shlex
 import sys
+from collections.abc import Mapping
 from datetime import date, datetime, timezone
 from pathlib import Path
 
 from kedro.config import MissingConfigException
 
+from iclfs.method._config import closest
+
+from ._resolvers import check_data_source
 from ._sources import SourceError
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "airflow_dag.py.j2"
@@ -30,10 +34,14 @@ def command(source: str, env: str, python: str) -> str:
                     (python, "-m", "iclfs", "--pipelines", "select", "--source", source, "--env", env))
 
 
-def _options(airflow: dict, env: str) -> dict:
+def _options(airflow: object, env: str) -> dict:
     """``airflow.yml``'s ``select`` over the defaults, each value checked and turned into what the DAG holds."""
     where = f"conf/{env}/airflow.yml select"
-    unknown = sorted(set(airflow) - set(DEFAULTS))
+    if not isinstance(airflow, Mapping):
+        raise SourceError(f"{where} must be a mapping of settings (schedule: \"0 3 * * *\", retries: 1, ...), got "
+                          f"{type(airflow).__name__} {airflow!r}; known keys: {', '.join(DEFAULTS)}")
+    airflow = dict(airflow)
+    unknown = sorted(map(str, set(airflow) - set(DEFAULTS)))
     if unknown:
         raise SourceError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(DEFAULTS)}")
     options = {**DEFAULTS, **airflow}
@@ -70,6 +78,33 @@ def _options(airflow: dict, env: str) -> dict:
     return {**options, "start_date": start}
 
 
+def check_environment(env: str, conf: Path) -> None:
+    """Refuse an environment that is not a folder of ``conf``, naming those that are (and a did-you-mean)."""
+    found = sorted(p.name for p in conf.iterdir() if p.is_dir() and not p.name.startswith(".")) \
+        if conf.is_dir() else []
+    if env not in found:
+        raise SourceError(f"environment {env!r} is not in {conf}{closest(env, found)}: the environments are "
+                          f"{', '.join(found) or 'none'}. Give one of them with --env")
+
+
+def _shown(value: str) -> str:
+    """``value`` as a reader sees it: plain when it is a plain name, else its Python literal (a newline shows)."""
+    return value if re.fullmatch(r"[A-Za-z0-9_.-]+", value) else repr(value)
+
+
+def _docstring(source: str, env: str) -> str:
+    """The DAG module's docstring as a Python literal: its text escaped so that no value can end it."""
+    text = (f"The scheduled refresh of the iclfs data source {source!r}: one task, one select run, one MLflow run.\n"
+            f"\nWritten by `kedro dag {_shown(source)} --env {_shown(env)}` from conf/{_shown(env)} "
+            f"({datetime.now(timezone.utc):%Y-%m-%d}); write it again after moving the\n"
+            "project. The task runs the project's own interpreter in the project's folder, so this file needs\n"
+            "Airflow only, never the project's packages.\n")
+    escaped = "".join(
+        "\\\\" if char == "\\" else '\\"' if char == '"' else char if char == "\n" or char.isprintable()
+        else char.encode("unicode_escape").decode("ascii") for char in text)
+    return f'"""{escaped}"""'
+
+
 def write_dag(source: str, env: str = "local", target: Path = Path("airflow_dags"), project: Path | None = None,
               python: str | None = None) -> Path:
     """Check that ``source`` is declared and runs, then write ``<target>/iclfs_<source>.py``; its path."""
@@ -78,25 +113,32 @@ def write_dag(source: str, env: str = "local", target: Path = Path("airflow_dags
 
     project = (project or Path.cwd()).resolve()
     conf = project / settings.CONF_SOURCE
+    check_environment(env, conf)
     loader = settings.CONFIG_LOADER_CLASS(str(conf), env=env, runtime_params={"source": source},
                                           **settings.CONFIG_LOADER_ARGS)  # refuses an undeclared source
-    loader["parameters"]
+    loader["parameters"]  # refuses a declaration that cannot run (its method, its keys)
+    source = check_data_source(source)
     try:
-        sections = dict(loader["airflow"])
+        sections = loader["airflow"]
     except (KeyError, MissingConfigException):
         sections = {}
-    others = sorted(set(sections) - {"select"})
+    if not isinstance(sections, Mapping):
+        raise SourceError(f"conf/{env}/airflow.yml must hold a mapping (select: {{schedule: ...}}), got "
+                          f"{type(sections).__name__}")
+    others = sorted(map(str, set(sections) - {"select"}))
     if others:  # kedro-airflow's `default:` section, say: not read, so refused rather than ignored
         raise SourceError(f"conf/{env}/airflow.yml: section(s) {', '.join(others)} are not read; the DAG's "
                           f"settings are the keys of select: ({', '.join(DEFAULTS)})")
     options = _options(sections.get("select") or {}, env)
-    function = "iclfs_" + re.sub(r"\W", "_", source)
-    # every value enters the Python file as its Python literal (repr)
+    # Every value from a name, a path, the environment or conf enters the file as a Python literal (repr), or
+    # inside the docstring's literal, escaped: none is ever code (a folder may be named '""";import os;"""').
     values = {key: repr(value) for key, value in options.items() if key != "start_date"}
     text = jinja2.Environment(autoescape=False, keep_trailing_newline=True).from_string(TEMPLATE.read_text()).render(
-        source=source, env=env, project=repr(str(project)), dag_id=repr(f"iclfs_{source}"), function=function,
-        command=repr(command(source, env, python or sys.executable)), start_date=options["start_date"],
-        source_literal=repr(source), written=datetime.now(timezone.utc).strftime("%Y-%m-%d"), **values)
+        docstring=_docstring(source, env), project=repr(str(project)), dag_id=repr(f"iclfs_{source}"),
+        function="iclfs_" + re.sub(r"[^A-Za-z0-9_]", "_", source),
+        command=repr(command(source, env, python or sys.executable)),
+        start_date=", ".join(str(int(part)) for part in options["start_date"]), source_literal=repr(source),
+        **values)
     compile(text, f"iclfs_{source}.py", "exec")  # what is written is Python; a fault here is ours, said at once
     target = target if target.is_absolute() else project / target
     target.mkdir(parents=True, exist_ok=True)

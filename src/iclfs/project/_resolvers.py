@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-NAME = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$")
+# fullmatch, not match with "$": "$" also matches before a final newline, and "nl\n" would pass
+NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 RULE = ("letters, digits, '-', '_' and '.', not starting with '.', 1 to 64 characters "
         "(it names the folder data/<layer>/<data_source>/)")
 
@@ -17,7 +18,7 @@ class DataSourceError(ValueError):
 def check_data_source(name: object) -> str:
     """``name`` if it is a safe folder name (:data:`RULE`), else :class:`DataSourceError` naming the rule."""
     text = "" if name is None else str(name)
-    if not NAME.match(text) or text in (".", ".."):
+    if not NAME.fullmatch(text) or text in (".", ".."):
         raise DataSourceError(f"data_source {text!r} is not allowed: use {RULE}")
     return text
 

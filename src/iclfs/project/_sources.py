@@ -66,6 +66,13 @@ def check_declarations(sources: Any) -> dict[str, dict]:
         if declaration.get("input") in (None, ""):
             raise SourceError(f"sources.{name}.input is missing: give the table's file, e.g. "
                               f"input: data/01_raw/{name}.tsv")
+        method = declaration.get("method")
+        if method is not None:
+            from iclfs.baselines import METHODS  # here: the baselines import torch, which a name check does not need
+
+            if method not in METHODS:  # refused when declared, not on the first scheduled night
+                raise SourceError(f"sources.{name}.method = {method!r} is not a method{closest(str(method), METHODS)}"
+                                  f": use one of {', '.join(METHODS)}")
         orientation = declaration.get("orientation")
         if orientation is not None and orientation not in ORIENTATIONS:
             raise SourceError(f"sources.{name}.orientation = {orientation!r}: expected one of "
@@ -99,6 +106,25 @@ def expand(name: Any, sources: Any, project: Path) -> dict[str, Any]:
     if selection:
         params["selection"] = selection
     return params
+
+
+def check_other_input(name: str, declared: Mapping[str, Any], given: Mapping[str, Any], project: Path) -> None:
+    """Refuse ``--source name --input other`` where the declaration says how to read its own file (its
+    orientation, id column, separator...) and the command line does not say how to read the other one: the
+    declaration's reading was made for the declared file, and applied to another it misreads it."""
+    other = given.get("input")
+    if other in (None, "") or not isinstance(other, (str, Path)):
+        return
+    path = Path(str(other))
+    path = path if path.is_absolute() else project / path
+    if path.resolve() == Path(str(declared["input"])).resolve():
+        return
+    kept = [key for key in READING if key != "input" and key in declared and key not in given]
+    if kept:
+        settings = ", ".join(f"{key}={declared[key]!r}" for key in kept)
+        raise SourceError(f"--input {other} replaces the file of the data source {name!r}, but its declaration's "
+                          f"{settings} was made for {declared['input']}: give them for the other file too "
+                          f"(--params {','.join(f'{key}=...' for key in kept)}), or run the file without --source")
 
 
 def merge(declared: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
