@@ -12,6 +12,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "iclfs"
 #: Lower layers never import higher ones. Top-level modules are Kedro's entry points and sit
 #: with the pipelines; the package's __init__ only re-exports (lazily) and is not a layer.
 LAYERS = {
+    "_threads": 0,  # the OpenMP policy: standard library only, loaded before torch
     "method": 0,
     "baselines": 1,
     "io": 1,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import iclfs._threads  # noqa: F401  (first: the OpenMP thread policy, before torch loads)
 import sys
 from pathlib import Path
 

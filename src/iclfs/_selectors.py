@@ -9,6 +9,7 @@ and ``select`` do. Neither holds algorithm code of its own.
 
 from __future__ import annotations
 
+import iclfs._threads  # noqa: F401  (first: the OpenMP thread policy, while torch may not be loaded)
 import contextlib
 import numbers
 from collections.abc import Mapping

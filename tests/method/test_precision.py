@@ -11,13 +11,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from iclfs.method import _runtime as resources
+from iclfs import _threads
+from iclfs._threads import _cgroup_cpu_quota
 from iclfs.method._config import RuntimeConfig, TrainingConfig, ViewConfig
 from iclfs.method._losses import decorrelation_loss, info_nce_with_negative
 from iclfs.method._model import FeatureAttention
 from iclfs.method._replay import decorrelation_dense, info_nce_dense, paper_step
 from iclfs.method._runtime import (
-    _cgroup_cpu_quota,
     available_cpus,
     compute_settings,
     denormals_flushed,
@@ -191,7 +191,7 @@ def test_cgroup_cpu_quota(tmp_path, files, expected):
 
 @pytest.mark.parametrize(("quota", "cap"), [(None, None), (0.5, 1), (1.7, 1)])
 def test_available_cpus_is_the_affinity_set_capped_by_the_quota(monkeypatch, quota, cap):
-    monkeypatch.setattr(resources, "_cgroup_cpu_quota", lambda: quota)
+    monkeypatch.setattr(_threads, "_cgroup_cpu_quota", lambda: quota)
     affinity = len(os.sched_getaffinity(0))
     assert available_cpus() == (affinity if cap is None else min(affinity, cap))
 

@@ -1,23 +1,36 @@
-"""How far a training is, in log lines: a line every tenth of the epochs, and the time it will take.
+"""How far a training is, in log lines: a line every tenth of the epochs, the time it will take, and a busy machine.
 
 A progress bar is one line of carriage returns in a log file; a scheduled
 run's log wants lines. :class:`Progress` logs, over every epoch of every
 network of a run, one line at each tenth (the epoch, the loss, the time so
-far and an estimate of the time left) and what the whole training will
-take: before it starts on a wide table (:meth:`Progress.forecast`, from one
-timed epoch), else after its first epoch. Past :data:`LONG` seconds that
-estimate is a warning with what shortens it.
+far and the time left at the pace of the last epochs) and what the whole
+training will take: before it starts on a wide table
+(:meth:`Progress.forecast`, from one timed epoch), else after its second
+epoch. The first epoch is not the pace: it pays for the warm-up (a spare
+epoch on two threads or more, :func:`iclfs.method._training.warm_up`) and
+the first calls of torch's kernels, and an estimate from it said 2.9 min for
+a training of 0.3 min. Past :data:`LONG` seconds the estimate is a warning
+with what shortens it. When the epochs slow to :data:`BUSY` times the run's
+own steady pace, the machine is busy with other work: a warning says by how
+much and what to do, again each time the slowdown doubles.
 """
 
 from __future__ import annotations
 
 import logging
+import statistics
 import time
 
 LOGGER = logging.getLogger("iclfs.training")
 LONG = 3600.0  # an estimate past this is said as a warning, with the remedies
 REMEDIES = ("fewer features (filter them first, e.g. by variance: selection.method=variance gives the list), "
             "members.feature_blocks (one network per block of features), or a GPU (runtime.device=cuda)")
+STEADY = 3  # epochs after the first whose median is the run's own pace at its start
+RECENT = 3  # the last epochs whose median is its pace now
+BUSY = 2.0  # epochs this many times slower than the start: the machine is busy, and the log says so
+QUIET = 1.25  # back under this, a later slowdown is said again
+BUSY_REMEDIES = ("fewer threads (runtime.num_threads: 1), threads that sleep while they wait "
+                 "(OMP_WAIT_POLICY=PASSIVE; docs/guides/performance.md), or another time of day")
 
 
 def duration(seconds: float) -> str:
@@ -27,6 +40,11 @@ def duration(seconds: float) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def _epoch(seconds: float) -> str:
+    """An epoch's time: ``0.31 s``, ``4.2 s``, then as :func:`duration`."""
+    return f"{seconds:.2g} s" if seconds < 10 else duration(seconds)
 
 
 class Progress:
@@ -40,6 +58,11 @@ class Progress:
         What trains, for the log lines (``ICLFS d=325 n=73``).
     enabled : bool
         False logs nothing (``runtime.progress: false``).
+
+    Attributes
+    ----------
+    seconds : list of float
+        Each epoch's wall time so far, from one :meth:`update` to the next (the first from the start).
     """
 
     def __init__(self, total: int, label: str, enabled: bool = True) -> None:
@@ -48,18 +71,20 @@ class Progress:
         self.enabled = enabled
         self.done = 0
         self.started = time.perf_counter()
+        self._last = self.started
+        self.seconds: list[float] = []
         self._next_tenth = 1
-        self._forecast = False
+        self._forecast: float | None = None
+        self._busy_from = BUSY  # the slowdown that is said next
 
     def forecast(self, epoch_seconds: float, how: str) -> None:
         """Say, before the training starts, what it will take at ``epoch_seconds`` an epoch (``how``: how that
-        was measured); the first epoch then says nothing more."""
-        self._forecast = True
+        was measured); the second epoch then corrects it only when it is more than a quarter off."""
+        self._forecast = epoch_seconds * self.total
         if self.enabled:
-            self._say(epoch_seconds, how)
+            self._say(self._forecast, how)
 
-    def _say(self, epoch_seconds: float, how: str) -> None:
-        estimate = epoch_seconds * self.total
+    def _say(self, estimate: float, how: str) -> None:
         if estimate > LONG:
             LOGGER.warning("%s: the %d epochs will take about %s (%s). To shorten it: %s", self.label, self.total,
                            duration(estimate), how, REMEDIES)
@@ -67,18 +92,60 @@ class Progress:
             LOGGER.info("%s: the %d epochs will take about %s (%s)", self.label, self.total, duration(estimate),
                         how)
 
+    def steady(self) -> float | None:
+        """The run's steady pace: the median of its first :data:`STEADY` epochs after the first; None before
+        its second epoch."""
+        return statistics.median(self.seconds[1:1 + STEADY]) if len(self.seconds) > 1 else None
+
+    def pace(self) -> float:
+        """Seconds an epoch now: the median of the last :data:`RECENT` epochs, the first left out once there
+        are others."""
+        recent = self.seconds[1:] or self.seconds
+        return statistics.median(recent[-RECENT:]) if recent else 0.0
+
     def update(self, loss: float | None = None) -> None:
         """One epoch done."""
+        now = time.perf_counter()
+        self.seconds.append(now - self._last)
+        self._last = now
         self.done += 1
         if not self.enabled:
             return
-        spent = time.perf_counter() - self.started
-        if self.done == 1 and self.total > 1 and not self._forecast:
-            self._say(spent, f"its first epoch took {duration(spent)}")
+        spent = now - self.started
+        if self.done == 2 and self.total > 2:
+            self._first_estimate(spent)
+        if len(self.seconds) > 1 + STEADY:
+            self._check_busy()
         tenth = self.done * 10 // self.total
         if tenth >= self._next_tenth or self.done == self.total:
             self._next_tenth = tenth + 1
-            left = spent / self.done * (self.total - self.done)
+            left = self.pace() * (self.total - self.done)
             shown = "" if loss is None else f", loss {loss:.4f}"
             LOGGER.info("%s: epoch %d of %d (%d %%)%s, %s so far, about %s left", self.label, self.done, self.total,
                         100 * self.done // self.total, shown, duration(spent), duration(left))
+
+    def _first_estimate(self, spent: float) -> None:
+        """After the second epoch: the time so far and the rest at the second epoch's pace."""
+        first, second = self.seconds
+        estimate = spent + second * (self.total - 2)
+        how = (f"at its second epoch's {_epoch(second)} an epoch; the first, with the warm-up, took "
+               f"{_epoch(first)}")
+        if self._forecast is None:
+            self._say(estimate, how)
+        elif abs(estimate / self._forecast - 1) > 0.25:
+            self._say(estimate, f"corrected: {how}")
+
+    def _check_busy(self) -> None:
+        """Warn when the epochs run more than :data:`BUSY` times slower than the run's steady pace, and each time the
+        slowdown more than doubles; once back under :data:`QUIET` times, a later slowdown is said again."""
+        steady, now = self.steady(), self.pace()
+        slower = now / steady if steady else 1.0
+        if slower < QUIET:
+            self._busy_from = BUSY
+        if slower <= self._busy_from:
+            return
+        self._busy_from = 2 * slower
+        left = now * (self.total - self.done)
+        LOGGER.warning("%s: the epochs now take %.1fx as long as at this run's start (%s against %s): the machine "
+                       "is busy with other work, and at this pace the rest takes about %s. To speed it up: %s",
+                       self.label, slower, _epoch(now), _epoch(steady), duration(left), BUSY_REMEDIES)

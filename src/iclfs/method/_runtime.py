@@ -29,6 +29,8 @@ from pathlib import Path
 
 import torch
 
+from iclfs._threads import available_cpus
+
 from ._attention import keeps_weights, rows_per_block
 from ._config import ParameterError, RuntimeConfig, TrainingConfig
 from ._losses import DEFAULT_LOSS_BLOCK_BYTES, loss_block_rows
@@ -148,34 +150,6 @@ def _address_space_left() -> int | None:
     except OSError:
         pass
     return max(int(soft) - held, 0)
-
-
-def available_cpus() -> int:
-    """CPUs this process may run on: its affinity set, capped by a cgroup CPU quota (at least 1)."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    quota = _cgroup_cpu_quota()
-    if quota is not None:
-        cpus = min(cpus, max(1, int(quota)))  # a fractional quota rounds down: it cannot feed a whole thread
-    return max(1, cpus)
-
-
-def _cgroup_cpu_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
-    """The CPU quota in CPUs (cgroup v2 ``cpu.max``, else v1 ``cpu.cfs_quota_us``); None when unlimited or
-    unreadable."""
-    try:
-        quota, period = (root / "cpu.max").read_text().split()[:2]
-        return None if quota == "max" else int(quota) / int(period)
-    except (OSError, ValueError):
-        pass
-    try:
-        quota = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
-        period = int((root / "cpu" / "cpu.cfs_period_us").read_text())
-    except (OSError, ValueError):
-        return None
-    return None if quota <= 0 or period <= 0 else quota / period
 
 
 def check_memory(estimate: MemoryEstimate, device: torch.device, d: int, n: int, regime: Regime,

@@ -1,0 +1,235 @@
+"""How torch's CPU threads wait: the thread and wait policy of every process the project starts.
+
+torch's CPU wheel runs its intra-op threads on GNU OpenMP (``libgomp``,
+``threadpoolctl.threadpool_info()`` names it). Between two parallel regions
+libgomp's threads spin before they sleep (300,000 iterations unless told
+otherwise). On a machine to itself that saves a wake-up; on a shared one the
+spinning thread holds a core another process, or this process's own
+descheduled thread, needs, and an epoch ran 6.5x slower beside three busy
+processes than with the threads told not to spin (issue 59).
+
+libgomp reads its settings once, when torch loads it, so the policy must be
+in the environment before ``import torch``. Importing this module applies it
+(once per process, :data:`APPLIED`): the ``iclfs`` command and ``kedro run``
+import it first (``iclfs/__main__.py``, ``iclfs/settings.py``), before any
+node imports torch; the DAG's task runs one of them; Dask workers of a
+LocalCluster inherit the environment, and a member task applies it on its
+worker; the benchmarks import it first. Subprocesses inherit what was set.
+
+Each candidate is a named :class:`ThreadPolicy` in :data:`POLICIES`;
+:data:`DEFAULT_POLICY` names the one in force, chosen by the contention
+benchmark's rule (``python -m benchmarks.speed --contention``). A user's own
+``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``, ``KMP_BLOCKTIME`` or
+``OMP_NUM_THREADS`` wins; ``ICLFS_THREAD_POLICY=<name>`` picks another
+policy. ``runtime.num_threads`` still sets torch's thread count for a
+training (:func:`iclfs.method._runtime.compute_settings`).
+
+Where torch is already loaded (``ICLFSSelector`` in a user's own process),
+the wait settings can no longer reach libgomp; only a thread count is
+applied, with ``torch.set_num_threads`` (docs/guides/performance.md says what
+to set before starting Python).
+
+Standard library only: this module must load before torch and numpy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import MutableMapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Names the policy to apply instead of :data:`DEFAULT_POLICY`.
+POLICY_VARIABLE = "ICLFS_THREAD_POLICY"
+#: When set, each process that applies the policy writes what it applied to ``<this folder>/<pid>.json``
+#: (read by the tests that start the ``iclfs`` command and ``kedro run``, and useful to support).
+REPORT_VARIABLE = "ICLFS_THREAD_POLICY_REPORT"
+#: The variables a policy may set; a user's value of any of them is kept.
+POLICY_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME", "OMP_NUM_THREADS")
+
+
+@dataclass(frozen=True)
+class ThreadPolicy:
+    """One candidate: environment variables for the OpenMP runtime, and whether the thread count follows the
+    CPUs that are free when the process starts.
+
+    Attributes
+    ----------
+    name : str
+    environment : tuple of (variable, value)
+        Set where the user has not set the variable.
+    follow_load : bool
+        Set ``OMP_NUM_THREADS`` to the CPUs the process may use less those other processes keep busy
+        (:func:`free_cpus`). CPU results are bit-identical only at the same thread count, so with it a
+        table's lists can change with the machine's load.
+    about : str
+        One line for the benchmark's report.
+    """
+
+    name: str
+    environment: tuple[tuple[str, str], ...] = ()
+    follow_load: bool = False
+    about: str = ""
+
+
+POLICIES: dict[str, ThreadPolicy] = {
+    policy.name: policy
+    for policy in (
+        ThreadPolicy("spin", (), False, "libgomp's default: a waiting thread spins 300,000 times before it sleeps"),
+        ThreadPolicy("passive", (("OMP_WAIT_POLICY", "PASSIVE"),), False,
+                     "OMP_WAIT_POLICY=PASSIVE: a waiting thread sleeps at once"),
+        ThreadPolicy("short-spin", (("GOMP_SPINCOUNT", "10000"), ("KMP_BLOCKTIME", "1")), False,
+                     "GOMP_SPINCOUNT=10000 (KMP_BLOCKTIME=1 ms for Intel OpenMP builds): a bounded spin, "
+                     "then sleep"),
+        ThreadPolicy("free-cpus", (), True,
+                     "OMP_NUM_THREADS = the CPUs not busy when the process starts (sampled over 0.1 s), "
+                     "libgomp's default wait"),
+        ThreadPolicy("passive-free-cpus", (("OMP_WAIT_POLICY", "PASSIVE"),), True,
+                     "OMP_WAIT_POLICY=PASSIVE and OMP_NUM_THREADS = the CPUs not busy at start"),
+    )
+}
+
+#: The policy in force: the one ``python -m benchmarks.speed --contention``'s rule chose
+#: (benchmarks/results/performance.md, "Threads on a shared machine").
+DEFAULT_POLICY = "passive"
+
+
+@dataclass(frozen=True)
+class AppliedPolicy:
+    """What :func:`apply_policy` did in one process.
+
+    Attributes
+    ----------
+    policy : str
+    set : dict
+        The variables it set, with their values.
+    kept : dict
+        The policy's variables the environment already had (the user's), with their values.
+    threads : int or None
+        The thread count it chose (``follow_load``), None otherwise.
+    torch_loaded : bool
+        Whether torch was loaded already: then only the thread count could still be applied.
+    """
+
+    policy: str
+    set: dict[str, str] = field(default_factory=dict)
+    kept: dict[str, str] = field(default_factory=dict)
+    threads: int | None = None
+    torch_loaded: bool = False
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on: its affinity set, capped by a cgroup CPU quota (at least 1)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    quota = _cgroup_cpu_quota()
+    if quota is not None:
+        cpus = min(cpus, max(1, int(quota)))  # a fractional quota rounds down: it cannot feed a whole thread
+    return max(1, cpus)
+
+
+def _cgroup_cpu_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
+    """The CPU quota in CPUs (cgroup v2 ``cpu.max``, else v1 ``cpu.cfs_quota_us``); None when unlimited or
+    unreadable."""
+    try:
+        quota, period = (root / "cpu.max").read_text().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        quota = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
+        period = int((root / "cpu" / "cpu.cfs_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+    return None if quota <= 0 or period <= 0 else quota / period
+
+
+def _cpu_times(stat: Path = Path("/proc/stat")) -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs, from the first line of /proc/stat; None when unreadable."""
+    try:
+        values = [int(v) for v in stat.read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle and iowait
+    total = sum(values[:8])  # guest time is already counted in user time
+    return total - idle, total
+
+
+def busy_cpus(seconds: float = 0.1, sample=_cpu_times, sleep=time.sleep) -> float | None:
+    """CPUs kept busy by other processes: the machine's busy share over ``seconds``, while this process
+    sleeps, times its CPU count. None when /proc/stat cannot be read."""
+    before = sample()
+    sleep(seconds)
+    after = sample()
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1]) * (os.cpu_count() or 1)
+
+
+def free_cpus(busy: float | None, cpus: int) -> int:
+    """Threads for a process that may use ``cpus`` CPUs while others keep ``busy`` of them busy (at least 1;
+    all of them when the load cannot be read)."""
+    if busy is None:
+        return cpus
+    return max(1, min(cpus, cpus - round(busy)))
+
+
+def policy_named(name: str) -> ThreadPolicy:
+    """The policy called ``name``; a ValueError naming the choices otherwise."""
+    try:
+        return POLICIES[name]
+    except KeyError:
+        raise ValueError(f"{POLICY_VARIABLE}={name!r} names no thread policy; use one of "
+                         f"{', '.join(POLICIES)} (or unset it for {DEFAULT_POLICY!r})") from None
+
+
+def apply_policy(name: str | None = None, environ: MutableMapping[str, str] = os.environ,
+                 measure_busy=busy_cpus) -> AppliedPolicy:
+    """Put the policy ``name`` (default: ``$ICLFS_THREAD_POLICY``, else :data:`DEFAULT_POLICY`) in force here.
+
+    Sets each of its variables the environment does not have (an empty value counts as unset: OpenMP
+    rejects it); a set one is the user's and is kept. When torch is loaded already, libgomp has read its
+    settings: only a chosen thread count is applied, with ``torch.set_num_threads``. Records the policy's
+    name in ``$ICLFS_THREAD_POLICY`` for the processes this one starts.
+    """
+    name = name or environ.get(POLICY_VARIABLE) or DEFAULT_POLICY
+    policy = policy_named(name)
+    wanted = dict(policy.environment)
+    threads = None
+    if policy.follow_load and not environ.get("OMP_NUM_THREADS"):
+        threads = free_cpus(measure_busy(), available_cpus())
+        wanted["OMP_NUM_THREADS"] = str(threads)
+    kept = {var: environ[var] for var in POLICY_VARIABLES if environ.get(var)}
+    done = {var: value for var, value in wanted.items() if var not in kept}
+    environ.update(done)
+    environ[POLICY_VARIABLE] = name
+    torch = sys.modules.get("torch")
+    if torch is not None and threads is not None and hasattr(torch, "set_num_threads"):
+        torch.set_num_threads(threads)
+    return AppliedPolicy(name, done, {v: kept[v] for v in POLICY_VARIABLES if v in kept}, threads,
+                         torch is not None)
+
+
+def write_report(applied: AppliedPolicy, environ: MutableMapping[str, str] = os.environ) -> Path | None:
+    """Write ``applied`` to ``$ICLFS_THREAD_POLICY_REPORT/<pid>.json`` when that variable names a folder."""
+    folder = environ.get(REPORT_VARIABLE)
+    if not folder:
+        return None
+    path = Path(folder) / f"{os.getpid()}.json"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"pid": os.getpid(), "argv": sys.argv, **applied.__dict__,
+                                    "environment": {v: os.environ.get(v) for v in POLICY_VARIABLES}}))
+    except OSError:
+        return None  # a report is a diagnostic: it never stops a run
+    return path
+
+
+#: What this process applied when it first imported this module.
+APPLIED = apply_policy()
+write_report(APPLIED)
