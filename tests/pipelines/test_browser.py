@@ -115,6 +115,26 @@ def test_the_run_report_renders_in_a_browser(chromium, project, tmp_path):
                                                                                              "reports")}
 
 
+def test_a_hostile_feature_name_in_the_report_is_text_to_the_browser(chromium, tmp_path):
+    """Names that would run script or add elements if they were markup: the browser shows them as text."""
+    from iclfs.pipelines.report._report import run_report
+    from tests.pipelines.test_run_report import hand_made_inputs, ranking_of, selection_of, LAPLACIAN, NAMES
+
+    hostile = ["<script>document.title='taken'</script>", '<img src=x onerror="document.title=1">']
+    names = [hostile[0], hostile[1], *NAMES[2:]]
+    inputs = hand_made_inputs()
+    ranking = ranking_of(list(range(8)), names)
+    inputs.update(feature_ranking=ranking, feature_list=selection_of(ranking, [0, 1, 3], LAPLACIAN))
+    inputs["laplacian_scores"]["feature_name"] = names
+    page = tmp_path / "run_report.html"
+    page.write_text(run_report(**inputs), encoding="ascii")
+    dom = browse(chromium, "--dump-dom", page.as_uri())
+    assert "<title>ICLFS run report: data/&lt;in&gt;&amp;out.csv</title>" in dom  # no script changed it
+    assert "<script" not in dom and "<img src=\"x\"" not in dom and dom.count("<img") == 5  # only the figures
+    assert "&lt;script&gt;document.title='taken'&lt;/script&gt;" in dom
+    assert '&lt;img src=x onerror="document.title=1"&gt;' in dom
+
+
 # --- (b) kedro-viz ---------------------------------------------------------------------
 
 

@@ -53,6 +53,10 @@ def laplacian_table(laplacian: np.ndarray = LAPLACIAN, names: list[str] = NAMES)
 
 @pytest.fixture
 def inputs() -> dict:
+    return hand_made_inputs()
+
+
+def hand_made_inputs() -> dict:
     """Every input of :func:`report.run_report`, hand-made: 30 samples, 8 features, 2 labelled classes, k = 3.
 
     LGRC at k = 3 pools the first round(1.5 x 3) = 4 of the ranking (0, 1, 2, 3) and swaps feature 0 (Laplacian
