@@ -125,19 +125,21 @@ def prepare_checked(table: FeatureTable, settings: Settings, options: Mapping | 
     prepared = prepare(table, keep_measured=keep_measured or (entry is not None and entry.reads_measured))
     check_for_data(settings, *prepared.standardized.shape, source=table.source, options=options)
     if entry is not None and entry.nonnegative:
-        _check_nonnegative(prepared, entry.name, table.source)
+        _check_nonnegative(prepared, entry.name, table.source, table.sample_ids)
     return prepared
 
 
-def _check_nonnegative(prepared: PreparedData, method: str, source: str) -> None:
+def _check_nonnegative(prepared: PreparedData, method: str, source: str, sample_ids=None) -> None:
     negative = prepared.measured < 0
     count = int(np.count_nonzero(negative))
     if count:
         row, column = np.argwhere(negative)[0]
+        # by the names the user's file holds, in either orientation (not this frame's row and column numbers)
+        sample = repr(str(sample_ids[row])) if sample_ids is not None else f"number {row + 1} of {len(negative)}"
         raise DataValidationError(
             f"{source}: {method} needs nonnegative values (counts, or expression on its linear scale, not "
-            f"log-ratios or centred values), but {count} value(s) are negative, the first in feature "
-            f"{prepared.feature_names[column]!r} (column {column}), sample row {row}: "
+            f"log-ratios or centred values), but {count} value(s) are negative, the first for feature "
+            f"{prepared.feature_names[column]!r} in sample {sample}: "
             f"{prepared.measured[row, column]:g}. Pass the table before any centring or log-ratio, or use the "
             "method variance, which takes any values")
 

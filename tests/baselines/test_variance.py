@@ -314,7 +314,7 @@ def test_dispersion_refuses_negative_values_before_anything_runs_naming_the_feat
     X[4, 3] = -0.5
     frame = __import__("pandas").DataFrame(X, columns=[f"gene{j}" for j in range(X.shape[1])])
     with pytest.raises(DataValidationError, match=r"dispersion needs nonnegative values .* 1 value\(s\) are negative, "
-                                                  r"the first in feature 'gene3' \(column 3\), sample row 4: -0.5"):
+                                                  r"the first for feature 'gene3' in sample number 5 of 30: -0.5"):
         BaselineSelector("dispersion", 2).fit(frame)
     assert BaselineSelector("variance", 2).fit(frame).selected_features_[0] == 1  # variance takes any values
 

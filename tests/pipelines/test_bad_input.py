@@ -85,7 +85,7 @@ CASES = {
                        r"t.mat: the data matrix must be 2-D \(samples x features\), got shape \(8, 6, 2\)"),
     "negative values for dispersion": (write_csv(frame()), {"method": "dispersion"}, DataValidationError,
                                        r"t.csv: dispersion needs nonnegative values .* value\(s\) are negative, the "
-                                       r"first in feature 'g\d' \(column \d\), sample row \d+: -"),
+                                       r"first for feature 'g\d' in sample number \d+ of \d+: -"),
     "not a mat file": (write_bytes("t.mat", b"hello"), {}, DatasetError, r"t.mat: not a readable MATLAB .mat file"),
     "missing file": (lambda path: path / "absent.mat", {}, DatasetError, r"absent.mat: file not found"),
 }

@@ -270,3 +270,86 @@ def test_the_benchmark_without_its_files_is_one_line(project):
     assert "Traceback" not in result.output
     assert (f"pipeline 'benchmark' has no datasets: none of benchmark.datasets has its <name>.mat file in "
             f"benchmark.folders ({project / 'nowhere'}). Put the scikit-feature .mat files there") in result.output
+
+
+# --- tables and methods -------------------------------------------------------------------------------------
+
+
+def test_a_first_column_of_sample_ids_is_named_as_id_column_in_the_refusal(tmp_path):
+    import gzip
+
+    from iclfs.io._tables import read_feature_table
+    from iclfs.method._preprocessing import DataValidationError, prepare
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.random((6, 12)), columns=[f"g{j}" for j in range(12)])
+    frame.insert(0, "sample_id", [f"s{i}" for i in range(6)])
+    path = tmp_path / "expr.tsv.gz"
+    path.write_bytes(gzip.compress(frame.to_csv(sep="\t", index=False).encode()))
+    with pytest.raises(DataValidationError) as caught:
+        prepare(read_feature_table(path))
+    assert "The first column 'sample_id' holds a distinct name on every row ('s0', 's1', 's2', ...): if these are " \
+           "the sample ids, say so with id_column=sample_id (--params id_column=sample_id" in str(caught.value)
+    # and with it, the table reads: the ids kept aside, the twelve genes the features
+    table = read_feature_table(path, id_column="sample_id")
+    assert prepare(table).feature_names == [f"g{j}" for j in range(12)]
+    assert list(table.sample_ids) == [f"s{i}" for i in range(6)]
+
+
+def test_variance_on_a_standardized_table_warns_that_every_variance_is_equal(caplog):
+    from iclfs import BaselineSelector
+
+    X = np.random.default_rng(1).normal(size=(30, 6))
+    X = (X - X.mean(0)) / X.std(0, ddof=1)
+    with caplog.at_level("WARNING", logger="iclfs.baselines._variance"):
+        BaselineSelector("variance", 2).fit(X)
+    assert "variance: all 6 varying features have the same variance (1): the order among them is rounding's" \
+        in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="iclfs.baselines._variance"):
+        BaselineSelector("variance", 2).fit(X * np.arange(1, 7))  # unequal: no warning
+    assert "same variance" not in caplog.text
+
+
+def test_variance_on_values_near_1e_300_that_vary_ranks_them_as_at_scale_1(caplog):
+    from iclfs import BaselineSelector
+
+    X = np.random.default_rng(2).random((30, 6)) * np.array([1, 5, 2, 4, 3, 6])
+    expected = BaselineSelector("variance", 6).fit(X).selected_features_
+    with caplog.at_level("WARNING", logger="iclfs.baselines._variance"):
+        tiny = BaselineSelector("variance", 6).fit(X * 1e-300)
+    np.testing.assert_array_equal(tiny.selected_features_, expected)
+    assert np.all(tiny.scores_ > 0)  # not "constant"
+    assert "the scores are those of the table times 2**" in caplog.text
+
+
+def test_dispersion_refusal_names_the_gene_and_the_sample_of_a_genes_in_rows_file(tmp_path):
+    from iclfs.chain import prepare_checked
+    from iclfs.io._tables import read_feature_table
+    from iclfs.method._config import Settings
+    from iclfs.method._preprocessing import DataValidationError
+
+    rng = np.random.default_rng(3)
+    values = rng.uniform(1, 5, size=(12, 8))  # 12 genes x 8 samples, as the file holds them
+    values[7, 5] = -0.25  # gene ENSG7 in sample GSM105
+    frame = pd.DataFrame(values, columns=[f"GSM10{j}" for j in range(8)])
+    frame.insert(0, "gene", [f"ENSG{i}" for i in range(12)])
+    path = tmp_path / "genes.csv"
+    frame.to_csv(path, index=False)
+    table = read_feature_table(path, orientation="features_in_rows")
+    settings = Settings().with_overrides("selection.method=dispersion,selection.k=2,selection.k_values=[2]")
+    with pytest.raises(DataValidationError) as caught:
+        prepare_checked(table, settings)
+    assert "1 value(s) are negative, the first for feature 'ENSG7' in sample 'GSM105': -0.25." in str(caught.value)
+
+
+def test_names_that_differ_by_a_trailing_space_are_shown_quoted_in_the_summary_sentences():
+    from iclfs.pipelines.report._report import change_sentences, shown_name
+
+    changes = {"previous_version": "v1", "features_dropped": 1, "dropped": ["h10"], "features_added": 1,
+               "added": ["h10 "]}
+    text = " | ".join(change_sentences(changes))
+    assert "1 feature(s) dropped from the table: h10;" in text
+    assert "1 feature(s) new to the table: 'h10 '" in text
+    assert [shown_name(name) for name in ("h10", " h10", "", "a\tb", "gène")] == [
+        "h10", "' h10'", "''", "'a\\tb'", "gène"]

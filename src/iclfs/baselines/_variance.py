@@ -67,6 +67,7 @@ deterministic.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -74,11 +75,12 @@ from typing import ClassVar
 import numpy as np
 
 from iclfs.method._config import Section, integer, param
-from iclfs.method._preprocessing import DataValidationError, check_finite
+from iclfs.method._preprocessing import DataValidationError, check_finite, extreme_scale
 from iclfs.method._scores import feature_order
 
 from ._result import BaselineResult
 
+LOGGER = logging.getLogger(__name__)
 DISPERSION_BINS = 20  # scanpy's default n_bins
 
 # ---------------------------------------------------------------- validation
@@ -119,7 +121,18 @@ def _check_bins(n_bins: object) -> None:
 
 
 def _mean_var(X: np.ndarray, method: str) -> tuple[np.ndarray, np.ndarray]:
-    """Per-feature mean and variance (ddof=1), each (d,); constant features exactly 0 variance."""
+    """Per-feature mean and variance (ddof=1), each (d,); constant features exactly 0 variance.
+
+    A table whose values are all of magnitude below 2**-500 (values ~1e-300, whose variances underflow to 0 and
+    would read as constant) is first scaled by one power of two, exactly, with a warning:
+    its scores are then the scaled table's, in the same order. Any other table is computed as given.
+    """
+    scale = float(extreme_scale(X.reshape(-1, 1))[0])  # one factor for the whole table: the order is kept
+    if scale != 1.0:
+        LOGGER.warning("%s: the values are of magnitude %.3g at most, where their variances fall outside float64's "
+                       "range: the scores are those of the table times 2**%d (exact; the order is the same)", method,
+                       float(np.abs(X).max()), int(np.log2(scale)))
+        X = X * scale
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below, by name
         mean = X.mean(axis=0)
         var = X.var(axis=0, ddof=1)
@@ -155,7 +168,14 @@ def variance_scores(X: np.ndarray) -> np.ndarray:
         For a table that is not 2-D, has fewer than 2 samples or holds NaN/inf.
     """
     X = _check_table(X, "variance")
-    return _mean_var(X, "variance")[1]
+    var = _mean_var(X, "variance")[1]
+    varying = var[var > 0]
+    if len(varying) > 1 and varying.max() - varying.min() <= 1e-9 * varying.max():
+        # a standardized table (every variance 1): the order would be rounding's, not the data's
+        LOGGER.warning("variance: all %d varying features have the same variance (%.6g): the order among them is "
+                       "rounding's. Pass the table before standardization, or use another method", len(varying),
+                       float(varying.max()))
+    return var
 
 
 def variance_order(X: np.ndarray) -> np.ndarray:

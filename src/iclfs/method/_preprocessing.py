@@ -101,7 +101,15 @@ def as_numeric_matrix(X: object, source: str = "data") -> np.ndarray:
                     "like numbers with decimal commas (1,5): read them as such with --params decimal=comma"
                     if any(_decimal_commas(X.iloc[:, j]) for j in bad[:5]) else
                     "Drop them or encode them as numbers before feature selection.")
-            if bad[0] == 0 and len(X) > X.shape[1]:  # a first column of names over a tall table: genes in rows
+            first = X.iloc[:, 0]
+            if bad[0] == 0 and len(X) <= X.shape[1] and len(X) > 1 and first.is_unique \
+                    and all(isinstance(v, str) for v in first):  # one distinct name a row: the sample ids
+                name = str(X.columns[0])
+                shown = ", ".join(map(repr, first[:3]))
+                hint = (f"The first column {name!r} holds a distinct name on every row ({shown}, ...): if these are "
+                        f"the sample ids, say so with id_column={name} (--params "
+                        f"id_column={name}, or id_column: in its source) and they are kept aside. Else: " + hint)
+            elif bad[0] == 0 and len(X) > X.shape[1]:  # a first column of names over a tall table: genes in rows
                 hint = (f"The first column {str(X.columns[0])!r} holds names and the table is taller than wide: if "
                         "it holds features in rows (genes x samples), read it with orientation=features_in_rows "
                         "(--params orientation=features_in_rows, or orientation: in its source). Else: " + hint)
@@ -168,6 +176,21 @@ def validate_shape(
         )
 
 
+def extreme_scale(X: np.ndarray) -> np.ndarray:
+    """Per column of ``X`` (n, d), a power of two (d,) that brings a column whose largest magnitude is below
+    2**-500 to about 1, and 1 for every other column (an all-zero one too).
+
+    Multiplying by a power of two is exact in float64, so variances and z-scores of the scaled column are
+    those of the column, without their squares underflowing. (Values too large are refused by name where
+    their squares overflow: the user rescales them, e.g. by a log.)
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        largest = np.abs(X).max(axis=0) if X.size else np.zeros(X.shape[1:])
+    extreme = (largest > 0) & (largest < 2.0 ** -500)
+    exponent = np.where(extreme, -np.frexp(np.where(extreme, largest, 1.0))[1], 0)
+    return np.ldexp(1.0, exponent)
+
+
 def standardize(X: np.ndarray, source: str = "data") -> np.ndarray:
     """Z-score every column over the samples (ddof=0); constant columns become 0.
 
@@ -185,6 +208,10 @@ def standardize(X: np.ndarray, source: str = "data") -> np.ndarray:
         The z-scored columns.
     """
     X = np.asarray(X, dtype=np.float64)
+    # A column of tiny magnitude (values ~1e-300: their squared deviations underflow to 0, so a column that varies
+    # would read as constant) is first scaled by a power of two, which is exact: its z-scores are unchanged, and
+    # every other column is computed as before, bit for bit.
+    X = X * extreme_scale(X)
     with np.errstate(over="ignore", invalid="ignore"):
         mean = X.mean(axis=0)
         centered = X - mean

@@ -204,7 +204,9 @@ def summary_lines(outputs: set, catalog: Any) -> list[str]:
         if path is not None and len(path.parts) >= 5:  # data/<layer>/<source>/feature_list.csv/<version>/...
             latest = path.parents[4] / "latest" / path.parts[-4] / method / path.name
             lines.append(f"the latest list, the same after every run: {latest}")
-        top = ", ".join(str(name) for name in listing["feature_name"].head(10))
+        from iclfs.pipelines.report._report import shown_name
+
+        top = ", ".join(shown_name(name) for name in listing["feature_name"].head(10))
         lines.append(f"top {min(10, len(listing))}: {top}")
     evaluation = _load(catalog, "evaluation_summary", outputs)
     if evaluation and evaluation.get("labels"):

@@ -279,10 +279,17 @@ def pca_section(standardized_data: np.ndarray, feature_list: pd.DataFrame, label
     return [figure(fig, "PCA of the samples on all and on the selected features", caption)]
 
 
+def shown_name(name: object) -> str:
+    """A feature's name as a sentence shows it: as it is, or quoted (its Python literal) where its edges are blank,
+    it holds a character that does not print, or it is empty, so 'h10 ' is not read as 'h10'."""
+    text = str(name)
+    return text if text and text == text.strip() and text.isprintable() else repr(text)
+
+
 def _names(names: Sequence, total: int | None = None, where: str = "") -> str:
     """``names`` joined, then how many of ``total`` (all of them: ``len(names)``) are not, and ``where`` they
     are."""
-    names = [str(name) for name in names]
+    names = [shown_name(name) for name in names]
     more = (len(names) if total is None else total) - len(names)
     return ", ".join(names) + (f" and {more} more{where}" if more > 0 else "")
 
