@@ -76,7 +76,8 @@ def hand_made_inputs() -> dict:
         "laplacian_scores": laplacian_table(),
         "evaluation_table": pd.DataFrame({"k": [3, 6], "accuracy_mean": [0.8, 0.7], "accuracy_std": [0.01, 0.02],
                                           "nmi_mean": [0.5, 0.4], "nmi_std": [0.0, 0.0]}),
-        "selection_stability": {"previous_version": None, "message": "first run for this data source: nothing to compare"},
+        "selection_stability": {"previous_version": None,
+                                "message": "first run for this data source: nothing to compare"},
         "selection": SELECTION,
     }
 
@@ -137,7 +138,7 @@ def test_lgrc_swaps_out_only_features_above_its_gate_and_the_hold_is_the_rest(se
     """On random rankings and lists: every feature LGRC takes out is gated above gamma, LGRC's and the hold's
     parts compose (first k, then LGRC's k, then the list), and each side is counted once."""
     rng = np.random.default_rng(seed)
-    d, k = int(rng.integers(8, 60)), None
+    d = int(rng.integers(8, 60))
     k = int(rng.integers(1, d // 2 + 1))
     names = [f"f{j}" for j in range(d)]
     gate = rng.uniform(0, 1, d)
