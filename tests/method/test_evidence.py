@@ -13,8 +13,10 @@ from iclfs.method._evidence import (
     STABLE_MIN,
     complementary_pairs_bound,
     evidence,
+    list_evidence,
     meinshausen_buhlmann_bound,
     run_evidence,
+    summary_line,
 )
 from iclfs.method._members import member_samples, plan_members
 from iclfs.method._ranking import member_orders, top_k_frequency
@@ -171,3 +173,33 @@ def test_a_runs_evidence_takes_its_bound_from_the_members_settings():
 def test_the_threshold_setting_is_above_one_half():
     with pytest.raises(ParameterError, match="members.threshold"):
         MembersConfig(threshold=0.5)
+
+
+def test_a_lists_evidence_counts_kept_members_of_earlier_runs_as_carried():
+    from iclfs.method._ranking import Member, MemberHistory, rank
+
+    rng = np.random.default_rng(0)
+    names = [f"f{j}" for j in range(40)]
+    config = MembersConfig(per_run=4, sampling="complementary", threshold=0.75)
+
+    def members():
+        return [Member(i, names, rng.normal(size=40)) for i in range(4)]
+
+    ranking, history = rank(members(), names, np.ones(40), config, [10], MemberHistory(), fingerprint="a")
+    first = list_evidence(ranking, 10, config)
+    assert first.members == 4 and first.kind == COMPLEMENTARY  # this run's own pairs: the bound applies
+    np.testing.assert_array_equal(first.probability, ranking.frequency[10])
+    ranking, _ = rank(members(), names, np.ones(40), config, [10], history, fingerprint="b")
+    second = list_evidence(ranking, 10, config)
+    assert second.members == 8 and "1 earlier run(s)" in second.reason
+    assert list_evidence(ranking, 10, config, has_members=False).members == 0
+    own, _ = rank(members(), names, np.ones(40), config, [10])
+    assert list_evidence(own, 10, config).members == 4
+
+
+def test_the_summary_line_reads_the_same_from_the_kept_facts():
+    probability = np.zeros(1000)
+    probability[:12] = 0.95
+    found = evidence(probability, q=50, members=24, threshold=0.9, complementary=True)
+    listed = np.arange(50)
+    assert summary_line(found.as_dict(), 12, 50) == found.summary(listed)

@@ -49,15 +49,17 @@ Everything here is numpy only; a run's members' probabilities come from
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ._config import MembersConfig
+from ._ranking import Ranking
 
 __all__ = ["COMPLEMENTARY", "MB_MIN_MEMBERS", "MEINSHAUSEN_BUHLMANN", "STABLE_MIN", "THRESHOLD", "Evidence",
-           "complementary_pairs_bound", "evidence", "meinshausen_buhlmann_bound", "run_evidence"]
+           "complementary_pairs_bound", "evidence", "list_evidence", "meinshausen_buhlmann_bound", "run_evidence",
+           "summary_line"]
 
 #: The default threshold π: a feature selected by at least 90 % of the members is stable.
 THRESHOLD = 0.9
@@ -153,27 +155,9 @@ class Evidence:
         return mask
 
     def summary(self, listed: Sequence[int]) -> str:
-        """One line for the run's summary, about the ``listed`` features (column indices).
-
-        "of the 50 listed, 12 are selected by >= 90 % of 24 members; expected false selections among them <= 0.4
-        (complementary pairs)", or the same with why there is no bound, or that the list makes no claim.
-        """
+        """One line for the run's summary about the ``listed`` features (column indices): :func:`summary_line`."""
         listed = np.asarray(listed, dtype=np.int64)
-        if self.members == 0:
-            return "no members: this method is deterministic, so the list has no selection probabilities"
-        if self.members == 1:
-            return ("one member: the list is one run's, with no selection probabilities to bound "
-                    "(members.per_run 2 or more gives them)")
-        among = int(self.stable_mask()[listed].sum())
-        share = f"{self.threshold:.0%}".replace("%", " %")
-        head = (f"of the {len(listed)} listed, {among} are selected by >= {share} of {self.members} "
-                f"member{'s' if self.members != 1 else ''}")
-        if len(self.stable) < STABLE_MIN:
-            return (f"{head}; fewer than {STABLE_MIN} stable features: no evidence is claimed, the list is "
-                    "ranked as without it")
-        if self.bound is None or self.reason is not None:
-            return f"{head}; no bound on false selections: {self.reason}"
-        return f"{head}; expected false selections among them <= {self.bound:.2g} ({self.kind})"
+        return summary_line(self.as_dict(), int(self.stable_mask()[listed].sum()), len(listed))
 
     def as_dict(self, feature_names: Sequence[str] | None = None) -> dict:
         """The evidence for JSON: the stable features (by name with ``feature_names``), the bound and its kind."""
@@ -182,6 +166,38 @@ class Evidence:
         return {"members": self.members, "q": self.q, "threshold": self.threshold, "features": self.n_features,
                 "stable": stable, "stable_count": len(stable), "bound": self.bound, "bound_kind": self.kind,
                 "no_bound_reason": self.reason, "claims": self.claims}
+
+
+def summary_line(facts: Mapping, stable_listed: int, listed: int) -> str:
+    """The run summary's line on the evidence, from :meth:`Evidence.as_dict` (as a run's artifacts keep it).
+
+    "of the 50 listed, 12 are selected by >= 90 % of 24 members; expected false selections among them <= 0.4
+    (complementary pairs)"; or the same with why there is no bound; or, below :data:`STABLE_MIN` stable features,
+    that the list claims no evidence; or why there are no probabilities at all.
+
+    Parameters
+    ----------
+    facts : mapping
+        :meth:`Evidence.as_dict`.
+    stable_listed : int
+        How many of the listed features are stable.
+    listed : int
+        How many features the list holds.
+    """
+    members = int(facts["members"])
+    if members == 0:
+        return "no members: this method is deterministic, so the list has no selection probabilities"
+    if members == 1:
+        return ("one member: the list is one run's, with no selection probabilities to bound "
+                "(members.per_run 2 or more gives them)")
+    share = f"{facts['threshold']:.0%}".replace("%", " %")
+    head = f"of the {listed} listed, {stable_listed} are selected by >= {share} of {members} members"
+    if facts["stable_count"] < STABLE_MIN:
+        return (f"{head}; fewer than {STABLE_MIN} stable features: no evidence is claimed, the list is ranked as "
+                "without it")
+    if facts["bound"] is None or facts["no_bound_reason"] is not None:
+        return f"{head}; no bound on false selections: {facts['no_bound_reason']}"
+    return f"{head}; expected false selections among them <= {facts['bound']:.2g} ({facts['bound_kind']})"
 
 
 def evidence(probability: np.ndarray, q: int, members: int, threshold: float = THRESHOLD,
@@ -281,3 +297,15 @@ def run_evidence(probability: np.ndarray, q: int, members: int, config: MembersC
     complementary = config.sampling == "complementary"
     half = config.sampling == "random" and config.subsample == 0.5
     return evidence(probability, q, members, config.threshold, complementary, half, caveat)
+
+
+def list_evidence(ranking: Ranking, k: int, config: MembersConfig, has_members: bool = True) -> Evidence:
+    """The evidence of the list at ``k`` from the members a run ranks by (:func:`iclfs.method._ranking.rank`).
+
+    The probability is ``ranking.frequency[k]``; the members are ``ranking.members``, and those of earlier runs
+    (kept members) are counted as carried (:func:`run_evidence`). ``has_members`` False: a deterministic method,
+    which has none.
+    """
+    members = ranking.members
+    carried = len({m.run for m in members}) - 1 if ranking.seen is not None else 0
+    return run_evidence(ranking.frequency[k], k, len(members) if has_members else 0, config, carried)
