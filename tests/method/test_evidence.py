@@ -191,7 +191,7 @@ def test_a_lists_evidence_counts_kept_members_of_earlier_runs_as_carried():
     np.testing.assert_array_equal(first.probability, ranking.frequency[10])
     ranking, _ = rank(members(), names, np.ones(40), config, [10], history, fingerprint="b")
     second = list_evidence(ranking, 10, config)
-    assert second.members == 8 and "1 earlier run(s)" in second.reason
+    assert second.members == 8 and "carried from earlier runs" in second.reason
     assert list_evidence(ranking, 10, config, has_members=False).members == 0
     own, _ = rank(members(), names, np.ones(40), config, [10])
     assert list_evidence(own, 10, config).members == 4

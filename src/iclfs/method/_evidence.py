@@ -292,8 +292,8 @@ def run_evidence(probability: np.ndarray, q: int, members: int, config: MembersC
     if members == 1:
         caveat = "one member: its list is its own first k, with no probabilities to bound (members.per_run 2 or more)"
     elif carried_runs:
-        caveat = (f"the members of {carried_runs} earlier run(s) were trained on other tables; the bounds hold for "
-                  "half-samples of one table (members.carry false, or members.reset, gives them)")
+        caveat = ("members carried from earlier runs were trained on other tables, and the bounds hold for "
+                  "half-samples of one table (members.carry false gives them)")
     complementary = config.sampling == "complementary"
     half = config.sampling == "random" and config.subsample == 0.5
     return evidence(probability, q, members, config.threshold, complementary, half, caveat)
