@@ -270,3 +270,68 @@ def test_dag_refuses_a_section_it_does_not_read_naming_it(project):
     assert "conf/local/airflow.yml: section(s) default are not read; the DAG's settings are the keys of select:" \
         in result.output
     assert not (project / "airflow_dags").exists()
+
+
+# --- issue 61: the packaged job without Kedro, --k outside the grid, --verbose, one --params parser -------------
+
+
+BLOCK_KEDRO = """
+import sys
+class NoKedro:  # this interpreter as one where only the core was installed: kedro cannot be imported
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "kedro":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, NoKedro())
+"""
+
+
+def test_the_command_without_kedro_says_in_one_line_what_to_install(tmp_path):
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", BLOCK_KEDRO + "from iclfs.__main__ import main\nmain()"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "Error: the iclfs command runs the Kedro project, and kedro is not installed here: install iclfs with its "
+        "kedro extra, pip install 'iclfs[kedro]' (from a wheel: pip install 'iclfs-<version>-py3-none-any.whl"
+        "[kedro]'). The selector alone (from iclfs import ICLFSSelector) needs no extra."]
+
+
+def test_a_k_outside_the_grid_says_how_to_allow_it(project):
+    from iclfs.method._config import Settings
+
+    result = CliRunner().invoke(cli.run, ["--k", "75", "--params", "selection.k_values=[50,100]"])
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("Error: ")]
+    assert errors == ["Error: parameter selection.k = 75 is invalid: expected 'auto' or one of selection.k_values "
+                      "[50, 100]. To allow it, add it to the grid: --params selection.k_values=[50,75,100] (or "
+                      "selection.k_values in conf/local/parameters.yml)"], result.output
+    # the line it gives is one the run reads: the same k accepted on that grid
+    option = next(p for p in cli.run.params if p.name == "params")
+    given = option.callback(click.Context(cli.run), option, "selection.k_values=[50,75,100],selection.k=75")
+    assert Settings().with_overrides("selection.k_values=[50,75,100],selection.k=75").selection.k == \
+        given["selection"]["k"] == 75
+
+
+def test_verbose_shows_the_lines_a_quiet_conf_holds_back():
+    catalog = logging.getLogger("kedro.io.data_catalog")
+    before = catalog.level
+    catalog.setLevel(logging.WARNING)  # the quiet default of logging.yml
+    try:
+        cli.verbose_logs()
+        assert catalog.getEffectiveLevel() == logging.INFO
+        assert logging.getLogger("iclfs").getEffectiveLevel() <= logging.INFO
+    finally:
+        catalog.setLevel(before)
+
+
+@pytest.mark.parametrize("given, expected", [
+    ("training.epochs=3", {"training": {"epochs": 3}}),
+    ("selection.k_values=[50,100],training.epochs=3", {"selection": {"k_values": [50, 100]}, "training": {"epochs": 3}}),
+    ("members.carry=true,data_source=expr", {"members": {"carry": True}, "data_source": "expr"}),
+    ("input=", {"input": None}),  # as Kedro reads it; the run refuses an empty input by name
+    (" a.b = 1 , c=x", {"a": {"b": 1}, "c": "x"}),
+])
+def test_params_are_read_by_one_parser_whether_or_not_a_value_holds_a_list(given, expected):
+    option = next(p for p in cli.run.params if p.name == "params")
+    assert option.callback(click.Context(cli.run), option, given) == expected

@@ -6,16 +6,28 @@ import iclfs._threads  # noqa: F401  (first: the OpenMP thread policy, before to
 import sys
 from pathlib import Path
 
-from kedro.framework.cli.utils import find_run_command
-from kedro.framework.project import configure_project
+#: The top-level modules of the ``kedro`` extra (pyproject.toml): without one, the command cannot run.
+KEDRO_EXTRA = {"kedro", "kedro_datasets", "kedro_viz", "kedro_mlflow", "mlflow", "matplotlib", "jinja2"}
+MISSING = ("Error: the iclfs command runs the Kedro project, and {module} is not installed here: install iclfs with "
+           "its kedro extra, pip install 'iclfs[kedro]' (from a wheel: pip install 'iclfs-<version>-py3-none-any.whl"
+           "[kedro]'). The selector alone (from iclfs import ICLFSSelector) needs no extra.")
 
 
 def main(*args, **kwargs) -> None:
     package_name = Path(__file__).parent.name
-    configure_project(package_name)
+    try:  # the packaged job installed without its extra: one line saying what to install, not a traceback
+        from kedro.framework.cli.utils import find_run_command
+        from kedro.framework.project import configure_project
+
+        configure_project(package_name)
+        run = find_run_command(package_name)
+    except ModuleNotFoundError as err:
+        if (err.name or "").partition(".")[0] not in KEDRO_EXTRA:
+            raise
+        print(MISSING.format(module=err.name.partition(".")[0]), file=sys.stderr)
+        sys.exit(1)
     interactive = hasattr(sys, "ps1")
     kwargs["standalone_mode"] = not interactive
-    run = find_run_command(package_name)
     return run(*args, **kwargs)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy as copy_module
 import errno
+import logging
 import sys
 import traceback
 from pathlib import Path
@@ -153,6 +154,8 @@ def _why_empty(name: str, env: str | None, conf_source: str | None) -> str:
 def _run(verbose: bool, source: str | None = None, input: str | None = None,  # noqa: A002  (the option's name)
          orientation: str | None = None, method: str | None = None, k: int | None = None, **kwargs):
     plain_off_terminal()  # a scheduler's log: one plain line per record, from the first
+    if verbose:
+        verbose_logs()
     try:
         kwargs["params"] = _with_own_options(kwargs.get("params"), {
             "source": source, "input": input, "orientation": orientation, "method": method, "k": k})
@@ -170,21 +173,41 @@ def _run(verbose: bool, source: str | None = None, input: str | None = None,  # 
         sys.exit(1)
 
 
+#: The loggers whose every line ``--verbose`` shows: Kedro's (each dataset loaded and saved), the project's.
+VERBOSE_LOGGERS = ("kedro", "kedro_mlflow", "iclfs")
+
+
+def verbose_logs() -> None:
+    """Every INFO line of :data:`VERBOSE_LOGGERS` and their children, where the conf's quiet default (logging.yml)
+    sets some of them to WARNING; the run summary's own logger keeps its handler."""
+    manager = logging.Logger.manager
+    for name, logger in list(manager.loggerDict.items()):
+        if isinstance(logger, logging.Logger) and name.split(".")[0] in VERBOSE_LOGGERS \
+                and logger.level > logging.INFO:
+            logger.setLevel(logging.INFO)
+    for name in VERBOSE_LOGGERS:
+        if logging.getLogger(name).getEffectiveLevel() > logging.INFO:
+            logging.getLogger(name).setLevel(logging.INFO)
+
+
 def _readable_params(option: click.Parameter) -> click.Parameter:
-    """Kedro's ``--params``, with a list kept whole (``selection.k_values=[50,100]``, where Kedro splits at
-    every comma), and values YAML cannot read refused in one line naming the item."""
-    parse = option.callback
+    """Kedro's ``--params`` read by one parser, :func:`iclfs.method._config.split_overrides` then OmegaConf's
+    dotlist (as Kedro reads each item): a list is kept whole (``selection.k_values=[50,100]``, where Kedro splits
+    at every comma), and values YAML cannot read are refused in one line naming the item."""
 
     def split(ctx: click.Context, param: click.Parameter, value: object) -> object:
-        if not (isinstance(value, str) and ("[" in value or "{" in value)):
-            return parse(ctx, param, value)
+        if value is None or isinstance(value, dict):
+            return value if value is not None else {}
         from omegaconf import OmegaConf
 
-        items = [item.strip() for item in split_overrides(value) if item.strip()]
+        items = [item.strip() for item in split_overrides(str(value)) if item.strip()]
         for item in items:
-            if not item.partition("=")[0].strip() or "=" not in item:
+            if "=" not in item:
                 ctx.fail(f"Invalid format of `{param.name}` option: Item `{item}` must contain a key and a value "
                          "separated by `=`.")
+            if not item.partition("=")[0].strip():
+                ctx.fail(f"Invalid format of `{param.name}` option: Parameter key cannot be an empty string.")
+        items = [f"{key.strip()}={val}" for key, _, val in (item.partition("=") for item in items)]
         return OmegaConf.to_container(OmegaConf.from_dotlist(items))
 
     def callback(ctx: click.Context, param: click.Parameter, value: object) -> object:
@@ -224,7 +247,8 @@ run = click.Command(
         click.Option(["--method"], help=f"The method: {', '.join(METHODS)} (selection.method; default iclfs)."),
         click.Option(["--k"], type=click.IntRange(min=1), help="The number of features on the list (selection.k)."),
         *(_readable_params(p) if p.name == "params" else p for p in kedro_run.params),
-        click.Option(["--verbose"], is_flag=True, help="On a refused run, print the full traceback too."),
+        click.Option(["--verbose"], is_flag=True, help="Show every log line (Kedro's per-dataset lines too), and on "
+                                                       "a refused run the full traceback."),
     ],
     callback=_run,
     help=HELP,

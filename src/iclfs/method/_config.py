@@ -305,8 +305,11 @@ class SelectionConfig(Section):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.k != "auto" and self.k not in self.k_values:
+            grid = sorted({*self.k_values, self.k}) if isinstance(self.k, int) else list(self.k_values)
             raise ParameterError(f"parameter selection.k = {self.k!r} is invalid: expected 'auto' or one of "
-                                 f"selection.k_values {list(self.k_values)}")
+                                 f"selection.k_values {list(self.k_values)}. To allow it, add it to the grid: "
+                                 f"--params selection.k_values={str(grid).replace(' ', '')} (or selection.k_values "
+                                 "in conf/local/parameters.yml)")
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ class ProjectConfigLoader(OmegaConfigLoader):
             except MissingConfigException:
                 sources = None
             project = Path(conf_source).resolve().parent if Path(str(conf_source)).is_dir() else Path.cwd()
-            declared = expand(given["source"], sources, project)
+            declared = expand(given["source"], sources, project, archive=not Path(str(conf_source)).is_dir())
             check_other_input(str(given["source"]), declared, given, project)
             given = merge(declared, given)
         super().__init__(conf_source, env=env, runtime_params=given, **kwargs)

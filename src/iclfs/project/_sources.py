@@ -80,19 +80,25 @@ def check_declarations(sources: Any) -> dict[str, dict]:
     return {str(name): dict(declaration) for name, declaration in sources.items()}
 
 
-def expand(name: Any, sources: Any, project: Path) -> dict[str, Any]:
+#: Where a user declares a source; a conf archive (``kedro package``'s) holds no conf/local.
+DECLARE_IN = "Declare it under sources: in conf/local/parameters_sources.yml (docs/guides/scheduling.md)"
+DECLARE_IN_ARCHIVE = ("A conf archive holds no conf/local (kedro package leaves it out): declare it in "
+                      "conf/base/parameters_sources.yml before packaging, or give --conf-source a conf folder "
+                      "holding base/ and local/ (docs/guides/scheduling.md, 'The packaged job')")
+
+
+def expand(name: Any, sources: Any, project: Path, archive: bool = False) -> dict[str, Any]:
     """The runtime parameters that running the declared source ``name`` means, checked; nothing is written.
 
-    Raises :class:`SourceError` when ``name`` is not declared (naming the ones that are), or its file is not
-    there.
+    Raises :class:`SourceError` when ``name`` is not declared (naming the ones that are, and where to declare
+    it: conf/local, or conf/base where the conf is an ``archive``), or its file is not there.
     """
     declared = check_declarations(sources)
     name = str(name)
     if name not in declared:
         known = ", ".join(sorted(declared)) or "none yet"
         raise SourceError(f"data source {name!r} is not declared{closest(name, declared)}: declared sources: "
-                          f"{known}. Declare it under sources: in conf/local/parameters_sources.yml "
-                          "(docs/guides/scheduling.md)")
+                          f"{known}. {DECLARE_IN_ARCHIVE if archive else DECLARE_IN}")
     declaration = declared[name]
     path = Path(str(declaration["input"]))
     path = path if path.is_absolute() else project / path
