@@ -88,7 +88,7 @@ def run_job(job: Job, cells: str) -> list[str]:
     if job.iclfs:
         result = chain.run(table, settings)
     # variance and dispersion select from the table as measured; every cell is scored on the standardized one
-    prepared = chain.prepare_checked(table, settings, keep_measured=True) if job.baselines else result.prepared
+    prepared = chain.prepare_checked(table, settings, keep_measured=True)[0] if job.baselines else result.prepared
     if prepared.labels is None:
         raise ValueError(f"{job.path}: no labels under key 'Y'; the k-means protocol needs class labels")
     X, codes = prepared.standardized, prepared.labels

@@ -116,17 +116,24 @@ def check_method_for_data(settings: Settings, n_samples: int, options: Mapping |
 
 
 def prepare_checked(table: FeatureTable, settings: Settings, options: Mapping | None = None,
-                    keep_measured: bool = False) -> PreparedData:
+                    keep_measured: bool = False) -> tuple[PreparedData, list[int]]:
     """Validate and standardize ``table``, and check ``settings`` (and another method's ``options``) against its
     shape (nothing is written). The table as measured is kept (``PreparedData.measured``) for a method that
-    reads it, or for every method with ``keep_measured``."""
+    reads it, or for every method with ``keep_measured``.
+
+    Returns
+    -------
+    prepared : PreparedData
+    grid : list of int
+        The k grid of this table (:func:`check_for_data`), worked out here once: every later step takes it.
+    """
     method = settings.selection.method
     entry = None if method == "iclfs" else baselines.baseline(method)
     prepared = prepare(table, keep_measured=keep_measured or (entry is not None and entry.reads_measured))
-    check_for_data(settings, *prepared.standardized.shape, source=table.source, options=options)
+    grid = check_for_data(settings, *prepared.standardized.shape, source=table.source, options=options)
     if entry is not None and entry.nonnegative:
         _check_nonnegative(prepared, entry.name, table.source, table.sample_ids)
-    return prepared
+    return prepared, grid
 
 
 def _check_nonnegative(prepared: PreparedData, method: str, source: str, sample_ids=None) -> None:
@@ -267,9 +274,8 @@ def run(table: FeatureTable, settings: Settings | None = None, history: MemberHi
         Another method's options (conf's ``baselines.<method>``).
     """
     settings = settings or Settings()
-    prepared = prepare_checked(table, settings, options)
+    prepared, grid = prepare_checked(table, settings, options)
     d = prepared.standardized.shape[1]
-    grid = k_values_for(settings.selection, d)
     names = list(prepared.feature_names)
     method = settings.selection.method
     continuation = start(history, names, settings.seed, settings.members, method)
@@ -282,7 +288,6 @@ def run(table: FeatureTable, settings: Settings | None = None, history: MemberHi
     ranking, kept = rank(trained.members, names, laplacian, settings.members, grid, continuation.history,
                          trained.selections, fingerprint)
     held = previous if continuation.holds else None
-    gate_by = ranking.gate if ranking.gate is not None else laplacian
-    selections = gate(ranking.order, gate_by, ranking.frequency, settings.selection, grid, names, held)
+    selections = gate(ranking.order, ranking.gate, ranking.frequency, settings.selection, grid, names, held)
     choice = choose_k(selections, ranking.frequency, settings.selection, d)
     return ChainResult(prepared, trained, laplacian, ranking, selections, choice, continuation, kept)

@@ -269,8 +269,8 @@ def test_both_methods_read_the_table_before_standardization_in_every_entry_point
     standardized, measured, *_ = validate_and_standardize(FeatureTable(X=X), *parameters.values())
     np.testing.assert_array_equal(measured, X)
     names = [f"f{j}" for j in range(X.shape[1])]
-    _, _, scores = train_members(np.ascontiguousarray(standardized.T), names, {}, {}, {}, {}, {},
-                                 {"seed": 42}, parameters["selection"], parameters["baselines"], measured)
+    _, _, scores = train_members(np.ascontiguousarray(standardized.T), names, {"k_values": [1, 2]}, {}, {}, {}, {},
+                                 {}, {"seed": 42}, parameters["selection"], parameters["baselines"], measured)
     np.testing.assert_array_equal(scores[method][0], selector.scores_)
     assert scores["selected_1"].tolist() == [1]
 

@@ -1,6 +1,5 @@
 """The parameter sections: one typed, validated dataclass each, built the same way everywhere."""
 
-import logging
 import math
 import re
 from pathlib import Path
@@ -18,7 +17,6 @@ from iclfs.method._config import (
     Settings,
     TrainingConfig,
     ViewConfig,
-    migrate_parameters,
     number,
     parse_overrides,
 )
@@ -111,22 +109,13 @@ def test_settings_round_trip_and_overrides():
         Settings().with_overrides("selection.enabled=false")
 
 
-# -- keys of an earlier version -------------------------------------------------------------------------
+# -- keys of an earlier version: refused, naming what replaced them -------------------------------------------
 
 #: A valid value other than the default for every key an old name moved to.
 NEW_VALUES = {
     "members.per_run": 3, "members.epochs": 7, "members.subsample": 0.25, "members.feature_blocks": 2,
     "members.carry": False, "members.reset": True, "members.kept": 5, "members.half_life": 4.0,
     "members.laplacian_weight": 0.25,
-}
-#: A value other than the fixed one for every removed key.
-OTHER_VALUES = {
-    "consensus.combine": "mean_score", "consensus.laplacian_weight": 0.5, "history.rule": "frequency",
-    "history.hold": 2.0, "history.admit": math.inf, "history.laplacian": "run",
-    "history.laplacian_fusion": "rank_mean", "training.regime_threshold": 500, "training.leaky_slope": 0.1,
-    "training.bn_momentum": 0.1, "training.decorrelation_weight": 0.5, "views.random_keep": 0.4,
-    "selection.auto_frequency": 0.6, "baselines.cae.mean_max_target": 0.9, "baselines.cae.stop_mean_max": 0.9,
-    "baselines.lscae.lr_decay": 0.5, "baselines.lscae.lr_step": 50, "baselines.lscae.min_decoder_lr": 0.0,
 }
 
 
@@ -137,14 +126,8 @@ def nested(name, value):
     return tree
 
 
-def pruned(tree):
-    """``tree`` without the dicts left empty."""
-    out = {key: pruned(value) if isinstance(value, dict) else value for key, value in tree.items()}
-    return {key: value for key, value in out.items() if value != {}}
-
-
 def test_every_old_key_is_covered_and_every_new_name_exists():
-    assert set(NEW_VALUES) == set(RENAMED.values()) and set(OTHER_VALUES) == set(REMOVED)
+    assert set(NEW_VALUES) == set(RENAMED.values())
     for new in RENAMED.values():
         section, _, key = new.partition(".")
         assert key in SECTIONS[section]().to_dict(), new
@@ -152,70 +135,37 @@ def test_every_old_key_is_covered_and_every_new_name_exists():
 
 
 @pytest.mark.parametrize("old, new", sorted(RENAMED.items()))
-def test_a_renamed_key_moves_to_its_new_name_with_a_warning(old, new, caplog):
-    value = NEW_VALUES[new]
-    migrated, notes = migrate_parameters(nested(old, value))
-    assert migrated == nested(new, value)  # the old section, left empty, is gone
-    assert len(notes) == 1 and old in notes[0] and new in notes[0]
-    new_section, _, new_key = new.partition(".")
-    with caplog.at_level(logging.WARNING, logger="iclfs.method._config"):
-        settings = Settings.from_parameters(nested(old, value))
-    assert getattr(getattr(settings, new_section), new_key) == value
-    assert any(old in r.getMessage() and new in r.getMessage() for r in caplog.records)
+def test_a_renamed_key_is_refused_in_one_line_naming_its_new_name(old, new):
+    message = rf"^parameter {re.escape(old)} is now {re.escape(new)}: rename it where it is set"
+    with pytest.raises(ParameterError, match=message) as raised:
+        Settings.from_parameters(nested(old, NEW_VALUES[new]))
+    assert "\n" not in str(raised.value)
+    with pytest.raises(ParameterError, match=message):
+        Settings().with_overrides(f"{old}={NEW_VALUES[new]}")
 
 
-def test_an_old_key_overrides_the_new_keys_default_and_leaves_the_rest():
-    conf = {"members": MembersConfig().to_dict(), "consensus": {"members": 3}, "history": {"max_members": 8},
-            "seed": 7}
-    migrated, notes = migrate_parameters(conf)
-    assert migrated["members"] == {**MembersConfig().to_dict(), "per_run": 3, "kept": 8}
-    assert "consensus" not in migrated and "history" not in migrated and migrated["seed"] == 7 and len(notes) == 2
-    assert conf["members"] == MembersConfig().to_dict() and conf["consensus"] == {"members": 3}  # a copy
-    settings = Settings.from_parameters(conf)
-    assert (settings.members.per_run, settings.members.kept, settings.seed) == (3, 8, 7)
-
-
-def test_an_old_key_does_not_override_a_new_key_the_user_named():
-    conf = {"members": {**MembersConfig().to_dict(), "per_run": 5}, "consensus": {"members": 3}}
-    migrated, notes = migrate_parameters(conf, given={"members.per_run"})
-    assert migrated["members"]["per_run"] == 5 and len(notes) == 1
-    migrated, _ = migrate_parameters(conf, given={"members.epochs"})  # another new key named: the old one moves
-    assert migrated["members"]["per_run"] == 3
+def test_an_old_key_beside_its_new_one_is_refused_never_silently_winning():
+    # issue 58: history.max_members: 3 and members.kept: 9 both set, the old one won without a word
+    conf = {"members": {**MembersConfig().to_dict(), "kept": 9}, "history": {"max_members": 3}}
+    with pytest.raises(ParameterError, match=r"parameter history.max_members is now members.kept"):
+        Settings.from_parameters(conf)
 
 
 @pytest.mark.parametrize("name", sorted(REMOVED))
-def test_a_removed_key_at_its_fixed_value_is_accepted_with_a_warning(name, caplog):
-    fixed, _ = REMOVED[name]
-    migrated, notes = migrate_parameters(nested(name, fixed))
-    assert pruned(migrated) == {}
-    assert len(notes) == 1 and name in notes[0] and "no longer a setting" in notes[0]
-    with caplog.at_level(logging.WARNING, logger="iclfs.method._config"):
-        assert Settings.from_parameters(nested(name, fixed)) == Settings()
-    assert any(name in r.getMessage() for r in caplog.records)
-
-
-@pytest.mark.parametrize("name", sorted(REMOVED))
-def test_a_removed_key_at_another_value_is_refused_naming_where_the_study_lives(name):
+def test_a_removed_key_is_refused_whatever_its_value_saying_what_the_method_uses(name):
     fixed, why = REMOVED[name]
-    value = OTHER_VALUES[name]
-    message = rf"parameter {re.escape(name)} = {re.escape(repr(value))} is no longer a setting: the method always " \
-              rf"uses {re.escape(repr(fixed))} \({re.escape(why)}\).*benchmarks/"
+    message = rf"parameter {re.escape(name)} is no longer a setting: the method always uses " \
+              rf"{re.escape(repr(fixed))} \({re.escape(why)}\).*benchmarks/"
     with pytest.raises(ParameterError, match=message):
-        migrate_parameters(nested(name, value))
-    with pytest.raises(ParameterError, match=message):
-        Settings.from_parameters(nested(name, value))
+        Settings.from_parameters(nested(name, fixed))
 
 
-def test_overrides_take_old_keys_too():
-    assert Settings().with_overrides("consensus.members=3").members.per_run == 3
-    settings = Settings().with_overrides("history.max_members=5,history.half_life=.inf,history.hold=3,"
-                                         "views.random_keep=0.5")
-    assert settings.members.kept == 5 and math.isinf(settings.members.half_life)
-    assert settings == Settings().with_overrides("members.kept=5")
-    with pytest.raises(ParameterError, match="history.hold = 2 is no longer a setting.*benchmarks/"):
-        Settings().with_overrides("history.hold=2")
-    with pytest.raises(ParameterError, match="unknown parameter 'consensus.membres'"):
+def test_a_key_left_in_an_old_section_is_refused_and_a_misspelt_new_one_gets_a_suggestion():
+    with pytest.raises(ParameterError, match=r"parameter consensus.membres: the section consensus is gone, its "
+                                             r"settings are members\.\*"):
         Settings().with_overrides("consensus.membres=3")
+    with pytest.raises(ParameterError, match=r"unknown parameter 'members.kep' \(did you mean 'members.kept'\?\)"):
+        Settings().with_overrides("members.kep=3")
 
 
 def test_numbers_refuse_inf_and_nan_unless_told():

@@ -486,10 +486,11 @@ def test_the_ranking_step_mixes_in_the_laplacian_rank_of_kept_members():
     # the first run has one member: nothing to fuse, it hands on its own order whatever the weight
     alone, _ = rank([member(1, names, [3.0, 2, 1])], names, laplacian, fusing, [1], MemberHistory())
     assert alone.order.tolist() == [0, 1, 2]
-    # another method's members are selected without LGRC: their order is theirs alone, and there is no gate
+    # another method's members are not fused: their order is theirs alone, and the gate is this run's own scores
     _, other = rank([member(1, names, [3.0, 2, 1], method="ndfs")], names, laplacian, fusing, [1], MemberHistory())
     alone, _ = rank([member(2, names, [3.0, 2, 1], method="ndfs")], names, laplacian, fusing, [1], other)
-    assert alone.order.tolist() == [0, 1, 2] and alone.gate is None
+    assert alone.order.tolist() == [0, 1, 2]
+    np.testing.assert_array_equal(alone.gate, laplacian)
 
 
 def test_the_kept_order_fuses_the_laplacian_scores_the_gate_uses():
@@ -593,7 +594,7 @@ def test_the_ranking_hands_on_the_gate_it_fused_by():
     np.testing.assert_array_equal(ranking.gate, expected)
     np.testing.assert_allclose(ranking.scores, fuse_laplacian(
         combine_kept(history, names, config.half_life, [2, 4]).scores, ranking.gate, config.laplacian_weight))
-    # another method's members are selected without LGRC: no gate
+    # another method's members keep no mean: the gate is this run's own scores
     other, _ = rank([member(1, names, rng.normal(size=6), method="ndfs")], names, laplacian, config, [2],
                     MemberHistory())
-    assert other.gate is None
+    np.testing.assert_array_equal(other.gate, laplacian)

@@ -355,13 +355,17 @@ def test_a_refused_run_prints_its_message_and_a_pointer_not_a_traceback(project,
 
 def test_the_training_history_records_the_thread_count_results_depend_on(tiny_table, fast_parameters):
     """CPU results are bit-identical at the same seed and thread count; the count is part of the record."""
-    from iclfs.pipelines.training.nodes import train_one_run
+    from iclfs.pipelines.training.nodes import start_without_history, train_members
     from iclfs.method._preprocessing import invert, prepare
 
-    A = invert(prepare(tiny_table).standardized)
+    prepared = prepare(tiny_table)
+    A = invert(prepared.standardized)
     for threads in (1, 2):
         fast_parameters["runtime"] = {**fast_parameters["runtime"], "num_threads": threads}
-        _, history, *_ = train_one_run(A, *(fast_parameters[s] for s in ("training", "views", "runtime",
-                                                                         "members", "seed")))
+        _, history, *_ = train_members(A, prepared.feature_names, {"k_values": [5, 10]},
+                                       *(fast_parameters[s] for s in ("training", "views", "runtime", "members",
+                                                                      "ranking")),
+                                       start_without_history(fast_parameters["seed"]),
+                                       *(fast_parameters[s] for s in ("selection", "baselines")), A[:0])
         assert set(history["threads"]) == {threads}
 

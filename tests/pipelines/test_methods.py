@@ -8,7 +8,7 @@ from iclfs import baselines
 from iclfs.method._config import ParameterError
 from iclfs.method._ranking import MemberHistory
 from iclfs.method._preprocessing import prepare
-from tests.pipelines.test_pipelines import run_pipeline
+from tests.pipelines.test_pipelines import StoredHistories, run_pipeline
 
 
 def with_method(parameters: dict, method: str, **selection) -> dict:
@@ -63,7 +63,7 @@ def test_a_seeded_method_carries_its_members_and_another_method_sets_them_aside(
     assert "holds members of ndfs" in third.load("history_start")["note"]
 
 
-def _stored(history: MemberHistory) -> MemberHistory:
+def _stored(history: MemberHistory) -> StoredHistories:
     from dataclasses import replace
 
-    return replace(history, read_runs=history.runs, version="v")
+    return StoredHistories(replace(history, read_runs=history.runs, version="v"))

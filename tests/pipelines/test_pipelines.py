@@ -13,7 +13,7 @@ from iclfs.method._config import ParameterError
 from iclfs.method._ranking import MemberHistory
 from iclfs.method._preprocessing import DataValidationError, FeatureTable
 from iclfs.pipeline_registry import STAGES, register_pipelines
-from iclfs.project._hooks import ParameterCheckHook
+from iclfs.project._hooks import check_parameters
 from tests.conftest import CONSENSUS_OVERRIDES, DEFAULT_THREADS
 
 
@@ -29,6 +29,26 @@ class KeptDataset(MemoryDataset):
 
     def _release(self) -> None:
         pass
+
+
+class StoredHistories:
+    """``previous_member_history`` in memory, for a catalog of memory datasets: ``history`` as its one stored
+    version (``history.version``), read as :class:`iclfs.io.datasets.MemberHistories` reads the disk."""
+
+    def __init__(self, history: MemberHistory | None = None) -> None:
+        self.history = history or MemberHistory()
+
+    def of(self, method: str) -> MemberHistory:
+        return self.history
+
+    def at(self, method: str, version: str | None) -> MemberHistory:
+        if version is None:
+            return MemberHistory(method=method)
+        assert version == self.history.version, (version, self.history.version)
+        return self.history
+
+    def reserve(self, method: str, count: int) -> None:
+        return None
 
 
 def make_catalog(params: dict, **data) -> DataCatalog:
@@ -47,12 +67,12 @@ def run_pipeline(name: str, params: dict, **data) -> DataCatalog:
     """Run a registered pipeline as a Kedro session does: the parameter check first, then the nodes."""
     data.setdefault("previous_selections", pd.DataFrame())
     data.setdefault("previous_lists", pd.DataFrame())
-    data.setdefault("previous_member_history", MemberHistory())
+    data.setdefault("previous_member_history", StoredHistories())
     data.setdefault("previous_feature_names", pd.DataFrame())
     data.setdefault("previous_ground_truth", pd.DataFrame())
     catalog = make_catalog(params, **data)
     pipeline = register_pipelines()[name]
-    ParameterCheckHook().before_pipeline_run(run_params={}, pipeline=pipeline, catalog=catalog)
+    check_parameters(run_params={}, pipeline=pipeline, catalog=catalog)
     SequentialRunner().run(pipeline, catalog)
     return catalog
 
@@ -305,8 +325,7 @@ def test_every_section_is_checked_before_the_first_node(tiny_table, fast_paramet
     fast_parameters["ranking"]["score"] = "l2"
     catalog = make_catalog(fast_parameters, raw_data=tiny_table, previous_selections=pd.DataFrame())
     with pytest.raises(ParameterError, match="ranking.score"):
-        ParameterCheckHook().before_pipeline_run(run_params={}, pipeline=register_pipelines()["__default__"],
-                                                 catalog=catalog)
+        check_parameters(run_params={}, pipeline=register_pipelines()["__default__"], catalog=catalog)
     assert not catalog["standardized_data"].exists()
 
 
@@ -345,8 +364,8 @@ def test_select_publishes_a_named_list_the_reduced_data_and_stability(tiny_table
     unlabeled = FeatureTable(X=tiny_table.X, feature_names=tiny_table.feature_names)
     first = run_pipeline("select", fast_parameters, raw_data=unlabeled)
     listing = first.load("feature_list")
-    assert list(listing.columns) == ["rank", "feature_name", "feature_index", "score", "laplacian_score",
-                                     "member_frequency"]
+    assert list(listing.columns) == ["rank", "feature_name", "feature_index", "score", "score_name",
+                                     "laplacian_score", "member_frequency"]
     assert set(listing["member_frequency"]) <= {0.0, 1.0}  # one member: in its first 5, or swapped in by LGRC
     assert first.load("k_choice") == {"k": 5, "reason": "selection.k = 5"}
     assert list(listing["rank"]) == [1, 2, 3, 4, 5]
@@ -367,32 +386,50 @@ def test_select_publishes_a_named_list_the_reduced_data_and_stability(tiny_table
     assert stability["per_k"][5]["jaccard"] == 4 / 6
 
 
-def test_a_carrying_run_holds_each_list_to_the_last_list_handed_on_in_the_lgrc_stage():
+def stored_run(folder, version: str, member_scores: dict, names: list[str], laplacian: pd.DataFrame, sections: dict,
+               ground_truth: dict) -> tuple[dict, pd.DataFrame, MemberHistory]:
+    """One run's start and ranking nodes on a real member history under ``folder``, its history then stored as
+    ``version``: ``(history_start, feature_ranking, the history stored)``."""
+    from kedro.io.core import Version
+
+    from iclfs.io.datasets import MemberHistoryDataset, MemberHistoryView
+    from iclfs.pipelines.ranking.nodes import rank_features
+    from iclfs.pipelines.training.nodes import start_history
+
+    path = str(folder / "member_history.npz")
+    histories = MemberHistoryView(filepath=path, data_source="t", version=Version(None, version)).load()
+    record = start_history(histories, names, sections["members"], sections["selection"], 42)
+    table, kept = rank_features(member_scores, names, laplacian, ground_truth, record, histories, **sections)
+    MemberHistoryDataset(filepath=path, data_source="t", version=Version(None, version)).save(kept)
+    return record, table, kept
+
+
+def test_a_carrying_run_holds_each_list_to_the_last_list_handed_on_in_the_selection_stage(tmp_path):
     from iclfs.method._config import SelectionConfig, Settings
     from iclfs.method._lgrc import hold, select_every_k as select
     from iclfs.method._ranking import carried_laplacian
     from iclfs.pipelines.selection.nodes import select_every_k
-    from iclfs.pipelines.ranking.nodes import rank_features
 
     rng = np.random.default_rng(4)
     names = [f"g{j}" for j in range(30)]
     parameters = Settings().with_overrides("selection.k=5,selection.k_values=[5,10]").to_parameters()
     sections = {key: parameters[key] for key in ("ranking", "members", "selection")}
-    history, handed_on, previous = MemberHistory(), [], pd.DataFrame()
+    handed_on, previous = [], pd.DataFrame()
     for run in range(3):
         member_scores = {"z_norm": rng.random((1, 30)), "seed": np.array([run]), "seconds": np.ones(1)}
         laplacian = pd.DataFrame({"feature_index": np.arange(30), "laplacian_score": rng.random(30)})
-        start = {"carry": True, "members": len(history.members), "note": None}
-        table, history = rank_features(member_scores, names, laplacian, {"fingerprint": str(run)}, history,
-                                       **sections)
-        assert not any(c.startswith("list_") for c in table.columns)  # the ranking stage orders; lgrc selects
-        selected = select_every_k(table, laplacian, previous, start, sections["selection"])
+        truth = {"fingerprint": str(run), "k_values": [5, 10]}
+        start, table, history = stored_run(tmp_path, f"2026-01-0{run + 1}T00.00.00.000Z", member_scores, names,
+                                           laplacian, sections, truth)
+        assert start["holds"] == (run > 0) and start["members"] == run
+        assert not any(c.startswith("list_") for c in table.columns)  # the ranking stage orders; selection selects
+        selected = select_every_k(table, laplacian, truth, previous, start, sections["selection"])
         handed_on.append({k: tuple(group["feature_name"]) for k, group in selected.groupby("k")})
-        last = (table, laplacian, previous, start)
+        last = (table, laplacian, truth, previous, start)
         previous = selected
     # a history built on with a note (a damaged newer version passed over) holds as well, as chain.run does
-    passed_over = {**last[3], "note": "the member history v2 cannot be read (damaged); it is passed over"}
-    assert select_every_k(*last[:3], passed_over, sections["selection"]).equals(selected)
+    passed_over = {**last[4], "note": "the member history v2 cannot be read (damaged); it is passed over"}
+    assert select_every_k(*last[:4], passed_over, sections["selection"]).equals(selected)
     # the third run's list at 5: the second's features among its wider selection (3 x 5, gated by the members'
     # mean Laplacian scores) stay, the best of the others fill the rest, the first 5 / 2 always enter
     gate = carried_laplacian(history, names, float("inf"))
@@ -403,10 +440,11 @@ def test_a_carrying_run_holds_each_list_to_the_last_list_handed_on_in_the_lgrc_s
 
 
 @pytest.mark.parametrize("members", [1, 2])
-def test_a_first_carrying_run_hands_on_exactly_what_a_run_without_carrying_does(members):
+def test_a_first_carrying_run_hands_on_exactly_what_a_run_without_carrying_does(tmp_path, members):
     from iclfs.method._config import Settings
-    from iclfs.pipelines.selection.nodes import select_every_k, select_one_run
-    from iclfs.pipelines.ranking.nodes import rank_features, rank_one_run
+    from iclfs.pipelines.selection.nodes import select_every_k
+    from iclfs.pipelines.ranking.nodes import rank_features
+    from iclfs.pipelines.training.nodes import start_without_history
 
     rng = np.random.default_rng(3)
     names = [f"g{j}" for j in range(12)]
@@ -414,13 +452,20 @@ def test_a_first_carrying_run_hands_on_exactly_what_a_run_without_carrying_does(
     laplacian = pd.DataFrame({"feature_index": np.arange(12), "laplacian_score": rng.random(12)})
     parameters = Settings().with_overrides("selection.k=5,selection.k_values=[5,10]").to_parameters()
     sections = {key: parameters[key] for key in ("ranking", "members", "selection")}
-    table, carried = rank_features(member_scores, names, laplacian, {"fingerprint": "f"}, MemberHistory(),
-                                   **sections)
-    alone = rank_one_run(member_scores, names, laplacian, **sections)
+    truth = {"fingerprint": "f", "k_values": [5, 10]}
+    start, table, carried = stored_run(tmp_path, "2026-01-01T00.00.00.000Z", member_scores, names, laplacian,
+                                       sections, truth)
+    assert start["carry"] and not start["holds"]
+    # the benchmark's run: its start keeps no history (it never reads the stored one: an empty stand-in serves)
+    one_run = start_without_history(42)
+    assert not one_run["carry"] and not one_run["holds"]
+    alone, none = rank_features(member_scores, names, laplacian, truth, one_run, None, **sections)
+    assert none.members == ()
     pd.testing.assert_frame_equal(table.drop(columns=["members_seen"]), alone)
-    start = {"carry": True, "members": 0, "note": None}
-    pd.testing.assert_frame_equal(select_every_k(table, laplacian, pd.DataFrame(), start, sections["selection"]),
-                                  select_one_run(alone, laplacian, sections["selection"]))
+    pd.testing.assert_frame_equal(select_every_k(table, laplacian, truth, pd.DataFrame(), start, sections["selection"]),
+                                  select_every_k(alone, laplacian, truth, pd.DataFrame(), one_run,
+                                                 sections["selection"]))
     assert (table["members_seen"] == members).all() and len(carried.members) == members
-    again, twice = rank_features(member_scores, names, laplacian, {"fingerprint": "g"}, carried, **sections)
+    _, again, twice = stored_run(tmp_path, "2026-01-02T00.00.00.000Z", member_scores, names, laplacian, sections,
+                                 {**truth, "fingerprint": "g"})
     assert len(twice.members) == 2 * members and again["score_name"].iloc[0].startswith("carried mean rank")

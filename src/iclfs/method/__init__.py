@@ -25,7 +25,7 @@ from ._config import (
     Settings,
     TrainingConfig,
     ViewConfig,
-    migrate_parameters,
+    refuse_old_names,
 )
 from ._k_choice import KChoice, choose_k
 from ._laplacian import laplacian_scores
@@ -44,6 +44,6 @@ __all__ = [
     "Ranking", "ResourceLimitError", "RuntimeConfig", "SelectionConfig", "Settings", "TrainingConfig",
     "TrainingResult", "ViewConfig", "choose_k", "combine_kept", "combine_run", "compare_selections",
     "feature_order", "feature_scores", "gate", "hold", "invert", "jaccard", "laplacian_scores", "lgrc_select",
-    "member_seed", "migrate_parameters", "nogueira", "nogueira_of", "prepare", "rank", "rank_positions",
+    "member_seed", "nogueira", "nogueira_of", "prepare", "rank", "rank_positions", "refuse_old_names",
     "select_every_k", "start", "train", "train_members",
 ]

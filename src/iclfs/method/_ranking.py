@@ -41,7 +41,7 @@ from ._scores import feature_order, rank_positions, rank_score
 from ._stability import mean_pairwise_jaccard
 
 __all__ = ["Continuation", "HistoryError", "Member", "MemberHistory", "Ranking", "carried_laplacian",
-           "combine_kept", "combine_run", "fuse_laplacian", "member_seed", "rank", "start"]
+           "combine_kept", "combine_run", "fuse_laplacian", "member_seed", "rank", "resume", "start"]
 
 
 class HistoryError(ValueError):
@@ -237,6 +237,27 @@ class Continuation:
         """Whether the run's lists are held to the last lists: it carries members onto a kept history."""
         return self.history is not None and bool(self.history.members)
 
+    def record(self) -> dict:
+        """The decision as plain values (the ``history_start`` dataset), from which :func:`resume` rebuilds it.
+
+        Returns
+        -------
+        dict
+            ``carry`` (the run builds on a history), ``seed``, ``next_index`` (its first member's number),
+            ``version`` (the stored history built on, or set aside), ``afresh`` (set aside: the run starts a
+            new history), ``used`` (the numbers of the stored members it combines), ``members`` and ``runs``
+            (of that history), ``note`` and ``holds``.
+        """
+        history = self.history
+        return {"carry": history is not None, "seed": int(self.seed),
+                "next_index": 0 if history is None else int(history.next_index),
+                "version": None if history is None else history.version,
+                "afresh": False if history is None else bool(history.afresh),
+                "used": [] if history is None else [int(m.index) for m in history.members],
+                "members": 0 if history is None else len(history.members),
+                "runs": 0 if history is None else int(history.runs),
+                "note": self.note, "holds": self.holds}
+
 
 def usable_history(stored: MemberHistory, feature_names: Sequence[str], reset: bool = False,
                    method: str = "iclfs") -> tuple[MemberHistory, str | None]:
@@ -275,6 +296,30 @@ def start(stored: MemberHistory | None, feature_names: Sequence[str], seed: int,
     stored = stored.of(method) if hasattr(stored, "of") else stored  # a data source keeps one history per method
     history, note = usable_history(replace(stored, method=method), feature_names, config.reset, method)
     return Continuation(history, member_seed(seed, history.next_index), note)
+
+
+def resume(record: dict, stored, method: str = "iclfs") -> Continuation:
+    """The :class:`Continuation` a ``record`` (:meth:`Continuation.record`) names, its history read as it was.
+
+    ``stored`` reads a history's stored version: ``stored.at(method, version)`` (the catalog's
+    :class:`~iclfs.io.datasets.MemberHistories`). Nothing is decided again: the version, the members used and the
+    next member number are the record's, so a history another run stores meanwhile changes nothing.
+    """
+    seed, note = int(record["seed"]), record.get("note")
+    if not record.get("carry"):
+        return Continuation(None, seed, note)
+    base = stored.at(method, None)  # the data source's empty history: its name and method
+    if record.get("afresh"):
+        return Continuation(replace(base, afresh=True, version=record.get("version")), seed, note)
+    history = stored.at(method, record["version"]) if record.get("version") is not None else base
+    used = set(record.get("used", ()))
+    missing = used - {m.index for m in history.members}
+    if missing:
+        raise HistoryError(f"the member history version {record.get('version')} no longer holds member(s) "
+                           f"{sorted(missing)} that this run started from; run the training stage again")
+    history = replace(history, members=tuple(m for m in history.members if m.index in used), notes=(),
+                      next_index=int(record["next_index"]), method=method)
+    return Continuation(history, seed, note)
 
 
 def age_weights(members: Sequence[Member], current_run: int, half_life: float) -> np.ndarray:
@@ -349,7 +394,8 @@ class Ranking:
     weights : ndarray of shape (members,) or None
         Kept members only: each member's age weight.
     gate : ndarray of shape (d,) or None
-        Kept ICLFS members only: the Laplacian scores LGRC gates by (:func:`carried_laplacian`).
+        The Laplacian scores LGRC gates by: kept ICLFS members' mean (:func:`carried_laplacian`), else the
+        run's own (set by :func:`rank`; None for a ranking made without it).
     members : tuple of Member
         The members combined (kept members: the history's; else this run's).
     """
@@ -491,7 +537,7 @@ def rank(new: Sequence[Member], feature_names: Sequence[str], laplacian: np.ndar
     ranking : Ranking
         Without a history, or on a history of this run alone, this run's members' order (a carrying run's
         first list is one run's); else every kept member's, fused with the Laplacian rank for ICLFS.
-        Kept ICLFS members also give the ``gate``.
+        Its ``gate`` is what LGRC gates by: kept ICLFS members' mean Laplacian scores, else ``laplacian``.
     history : MemberHistory or None
         ``history`` with this run's members; None without one.
     """
@@ -504,19 +550,19 @@ def rank(new: Sequence[Member], feature_names: Sequence[str], laplacian: np.ndar
         d = len(feature_names)
         ranking.frequency = {**ranking.frequency, **{k: np.isin(np.arange(d), chosen).astype(float)
                                                      for k, chosen in selections.items() if k in ranking.frequency}}
-    if history is None:
-        return ranking, None
-    first = not history.members
-    kept = history.add_run(new, config.kept)
+    kept = None if history is None else history.add_run(new, config.kept)
+    first = history is None or not history.members
     if not first:
         ranking = combine_kept(kept, feature_names, config.half_life, k_values)
-    if method == "iclfs":
+    if kept is not None and method == "iclfs":
         # A history of this run alone gates by this run's scores exactly, as one run without a history does.
         gate = laplacian if first else carried_laplacian(kept, feature_names, config.half_life)
         ranking.gate = np.where(np.isfinite(laplacian), gate, np.inf)
         if not first and len(kept.members) > 1 and config.laplacian_weight > 0:
             ranking.scores = fuse_laplacian(ranking.scores, ranking.gate, config.laplacian_weight)
             ranking.order = feature_order(ranking.scores)
+    if ranking.gate is None:
+        ranking.gate = laplacian  # no kept ICLFS members to give their mean: the run's own scores
     return ranking, kept
 
 

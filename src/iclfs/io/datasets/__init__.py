@@ -6,7 +6,7 @@ absent, and a run reads the versions it wrote itself (:mod:`.versioned`).
 
 from ._cells_dataset import CellsDataset
 from ._feature_table_dataset import FeatureTableDataset
-from ._member_history_dataset import MemberHistoryDataset, MemberHistoryView
+from ._member_history_dataset import MemberHistories, MemberHistoryDataset, MemberHistoryView
 from ._numpy_dataset import NumpyDataset
 from ._previous_version_dataset import PreviousVersionDataset
 from ._state_dict_dataset import StateDictDataset
@@ -19,6 +19,7 @@ __all__ = [
     "FeatureTableDataset",
     "JSONDataset",
     "MatplotlibDataset",
+    "MemberHistories",
     "MemberHistoryDataset",
     "MemberHistoryView",
     "NumpyDataset",

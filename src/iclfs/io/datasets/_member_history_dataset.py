@@ -69,13 +69,14 @@ def _decode(blob: np.ndarray, ends: np.ndarray) -> tuple[str, ...]:
     return tuple(data[a:b].decode("utf-8", "surrogatepass") for a, b in zip(starts, ends, strict=True))
 
 
-def to_bytes(history: MemberHistory) -> bytes:
-    """The ``.npz`` of a history (no pickles: plain arrays only)."""
+def to_bytes(history: MemberHistory, sequence: int = 0) -> bytes:
+    """The ``.npz`` of a history (no pickles: plain arrays only); ``sequence`` orders the versions by when they
+    were stored (:meth:`_Store.head`)."""
     tables: dict[tuple[str, ...], int] = {}
     arrays: dict[str, np.ndarray] = {
         "format": np.array(FORMAT), "data_source": np.array(history.data_source or ""),
         "runs": np.array(history.runs, dtype=np.int64), "next_index": np.array(history.next_index, dtype=np.int64),
-        "max_members": np.array(history.kept or 0, dtype=np.int64),
+        "kept": np.array(history.kept or 0, dtype=np.int64), "sequence": np.array(sequence, dtype=np.int64),
     }
     columns: dict[str, list] = {"run": [], "index": [], "seed": [], "seconds": [], "fingerprint": [], "table": [],
                                 "method": [], "version": []}
@@ -126,9 +127,11 @@ def from_file(path: Path, version: str | None) -> MemberHistory:
         # A history an earlier version wrote may hold the lists its run handed on (list_<k>): the lists a run
         # holds to are now its data source's last published ones, so those are not read.
         runs = int(content["runs"])
+        # members.kept, the cap; a history written before it was named so calls it max_members
+        kept = int(content["kept"] if "kept" in content.files else content["max_members"])
         return MemberHistory(members=tuple(members), runs=runs, next_index=int(content["next_index"]),
                              data_source=str(content["data_source"]) or None, version=version, read_runs=runs,
-                             kept=int(content["max_members"]) or None)
+                             kept=kept or None)
 
 
 class _Store:
@@ -163,21 +166,26 @@ class _Store:
         return None
 
     def head(self) -> str | None:
-        """The version that holds the most: the most runs, then the most members ever added, then the newest.
+        """The version stored last: the highest ``sequence`` (one more than any stored before it, under the lock).
 
         Versions are named by when their runs started, and a run that started first may store last (merging
-        onto what another stored meanwhile): its history then holds more runs than any other, whatever its
-        name. Only two numbers of each file are read.
+        onto what another stored meanwhile), so the name does not say which is newest; nor does the number of
+        runs (a ``members.reset`` run stores a history of one run after one of many). Versions written before
+        the sequence was stored count as 0 and are ordered as they were then: the most runs, then the most
+        members ever added, then the name. Only these numbers of each file are read.
         """
         best, key = None, None
         self._unreadable = {}
+        self._sequence = 0  # the highest stored: the next write's is one more
         for version in self.versions():
             try:
                 with np.load(self.folder / version / self.name, allow_pickle=False) as content:
-                    this = (int(content["runs"]), int(content["next_index"]), version)
+                    sequence = int(content["sequence"]) if "sequence" in content.files else 0
+                    this = (sequence, int(content["runs"]), int(content["next_index"]), version)
             except Exception as err:  # noqa: BLE001  (unreadable: read() names it)
                 self._unreadable[version] = f"{type(err).__name__}: {err}"
-                this = (-1, -1, version)
+                this = (-1, -1, -1, version)
+            self._sequence = max(self._sequence, this[0])
             if key is None or this > key:
                 best, key = version, this
         return best
@@ -346,16 +354,20 @@ class _Store:
                         since = self.read(aside, for_use=False).runs if aside in self.versions() else 0
                         stored = replace(stored, members=tuple(m for m in stored.members if m.run >= since))
                     stored = self._without_dead(stored)
+                    onto = history.merged_onto(stored)
+                    if onto.runs == stored.runs and not history.afresh:
+                        # every member of this run is stored already (its ranking stage run again): nothing to add
+                        (self.folder / RESERVED / version).unlink(missing_ok=True)
+                        return stored, None
                     LOGGER.warning(
                         "Another run on data source %r stored the member history (version %s) after this run read "
                         "%s: this run's %d member(s) are added to it.", self.data_source, head,
                         history.version or "none", len(history.own))
-                    history = history.merged_onto(stored)
-                    merged = head
+                    history, merged = onto, head
             target = self.folder / version / self.name
             if target.exists():
                 raise DatasetError(f"{target} exists: a version is never overwritten")
-            _write_atomically(target, to_bytes(history))
+            _write_atomically(target, to_bytes(history, self._sequence + 1))
             (self.folder / RESERVED / version).unlink(missing_ok=True)  # its numbers are stored now
             if (self.folder / HEAD).is_file():
                 with contextlib.suppress(OSError):
@@ -427,6 +439,21 @@ class MemberHistories:
         first = store.reserved(self.version) if self.version else None
         if first is not None and first > history.next_index:
             history = replace(history, next_index=first)
+        return history
+
+    def at(self, method: str, version: str | None) -> MemberHistory:
+        """``method``'s history exactly as stored in ``version``, every member included; an empty one with
+        None. A run's later nodes read the version its start named (:func:`iclfs.method._ranking.resume`)."""
+        store = self._stores.of(method)
+        if version is None:
+            return MemberHistory(data_source=self._stores.data_source, method=method)
+        if version not in store.versions():
+            raise DatasetError(f"the member history {store.folder / version / store.name}, which this run started "
+                               "from, is gone; run the training stage again")
+        history = store.read(version, for_use=False)
+        if history.problem is not None or not history.members and history.notes:
+            raise DatasetError(f"the member history version {version}, which this run started from, cannot be read "
+                               f"({history.problem or '; '.join(history.notes)}); run the training stage again")
         return history
 
     def reserve(self, method: str, count: int) -> int | None:

@@ -8,9 +8,8 @@ import numpy as np
 import pandas as pd
 
 from iclfs.evaluation._benchmark import baseline_selections, evaluate_cell, method_name, slug
-from iclfs.chain import k_values_for
 from iclfs.method._config import Settings
-from iclfs.project._frames import indices_by_k
+from iclfs.project._frames import indices_by_k, k_grid
 
 
 def _labelled(standardized_data: np.ndarray, labels: dict, ground_truth: dict) -> tuple[np.ndarray, np.ndarray, str]:
@@ -52,7 +51,7 @@ def evaluate_baselines(standardized_data: np.ndarray, labels: dict, ground_truth
     X, codes, dataset = _labelled(standardized_data, labels, ground_truth)
     settings = Settings.from_parameters({"selection": selection, "evaluation": evaluation, "runtime": runtime,
                                          "seed": seed})
-    grid = k_values_for(settings.selection, X.shape[1])
+    grid = k_grid(ground_truth)
     cells = {}
     for name, (chosen, seconds) in baseline_selections(X, codes, benchmark["baselines"], baselines, grid, seed,
                                                        settings.runtime, measured=measured_data).items():

@@ -15,7 +15,9 @@ from collections.abc import Sequence
 
 from kedro.pipeline import Node, Pipeline
 
-from iclfs.pipelines import data_processing, laplacian, ranking, selection, training
+from iclfs.pipelines import data_processing, laplacian, ranking, training
+from iclfs.pipelines.selection import pipeline as selection
+from iclfs.pipelines.training.nodes import start_without_history
 
 from .nodes import evaluate_baselines, evaluate_iclfs
 
@@ -31,10 +33,13 @@ def _baselines_node() -> Node:
 
 def dataset_pipeline() -> Pipeline:
     """Everything one dataset needs, un-namespaced: ICLFS, the baselines, their cells."""
-    # The benchmark's method is one run: no member history is read or carried.
-    stages = (data_processing.create_pipeline(keep_measured=True) + training.create_pipeline(carry_history=False)
-              + laplacian.create_pipeline() + ranking.create_pipeline(carry_history=False)
-              + selection.create_pipeline(carry_history=False))
+    # The benchmark's method is one run: its start says so (no member history is read or kept, no list held),
+    # and the stages after it are select's own.
+    trained = training.create_pipeline()
+    trained = trained.only_nodes(*(node.name for node in trained.nodes if node.name != "start_history"))
+    no_history = Node(start_without_history, inputs="params:seed", outputs="history_start", name="start_history")
+    stages = (data_processing.create_pipeline(keep_measured=True) + Pipeline([no_history]) + trained
+              + laplacian.create_pipeline() + ranking.create_pipeline() + Pipeline([selection.select_node()]))
     return stages + Pipeline([
         Node(evaluate_iclfs, inputs=[*_COMMON, "selections", "training_log", "parameters"],
              outputs="iclfs_cells", name="evaluate_iclfs"),

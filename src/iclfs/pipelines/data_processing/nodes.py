@@ -37,12 +37,13 @@ def validate_and_standardize(raw_data: FeatureTable, training: dict, runtime: di
         ``source``, ``informative_features`` (synthetic data only, else None),
         ``fingerprint`` (of the table, so later stages can refuse a changed
         input), the table's ``samples`` and ``features``, its ``sample_ids``
-        (None without) and the reader's metadata.
+        (None without), ``k_values`` (the k grid of this table, worked out once here: every later stage reads
+        it) and the reader's metadata.
     """
     settings = Settings.from_parameters({"training": training, "runtime": runtime, "laplacian": laplacian,
                                          "selection": selection, "members": members})
     method = settings.selection.method
-    prepared = prepare_checked(raw_data, settings, (baselines or {}).get(method) if method != "iclfs" else None,
+    prepared, grid = prepare_checked(raw_data, settings, (baselines or {}).get(method) if method != "iclfs" else None,
                                keep_measured=keep_measured)
     labels = {"classes": [], "codes": []}
     if prepared.labels is not None:
@@ -51,7 +52,7 @@ def validate_and_standardize(raw_data: FeatureTable, training: dict, runtime: di
                     "fingerprint": raw_data.fingerprint(), "samples": int(prepared.standardized.shape[0]),
                     "features": int(prepared.standardized.shape[1]),
                     "sample_ids": None if raw_data.sample_ids is None else [str(s) for s in raw_data.sample_ids],
-                    **raw_data.metadata}
+                    "k_values": grid, **raw_data.metadata}
     measured = prepared.measured
     if measured is None:
         measured = np.empty((prepared.standardized.shape[0], 0))

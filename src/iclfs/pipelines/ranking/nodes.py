@@ -6,17 +6,19 @@ import numpy as np
 import pandas as pd
 
 from iclfs.baselines import REGISTRY as BASELINES
-from iclfs.chain import as_members, k_values_for
+from iclfs.chain import as_members
+from iclfs.io.datasets import MemberHistories
 from iclfs.method._config import MembersConfig, RankingConfig, SelectionConfig
-from iclfs.method._ranking import MemberHistory, Ranking, fusion_label, rank, start
-from iclfs.project._frames import laplacian_vector
+from iclfs.method._ranking import MemberHistory, Ranking, fusion_label, rank, resume
+from iclfs.project._frames import k_grid, laplacian_vector
 
 
 def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str], laplacian_scores: pd.DataFrame,
-                  ground_truth: dict, previous_member_history: MemberHistory | None, ranking: dict,
+                  ground_truth: dict, history_start: dict, previous_member_history: MemberHistories, ranking: dict,
                   members: dict, selection: dict) -> tuple[pd.DataFrame, MemberHistory]:
-    """The ranking step (:func:`iclfs.method._ranking.rank`): this run's members, and with ``members.carry``
-    every member the data source keeps, combined into one order.
+    """The ranking step (:func:`iclfs.method._ranking.rank`): this run's members, and those of the stored member
+    history its start chose (``history_start``, read as it was then: :func:`iclfs.method._ranking.resume`),
+    combined into one order.
 
     Returns
     -------
@@ -36,15 +38,13 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
     """
     config = MembersConfig.from_dict(members)
     ranking_config = RankingConfig.from_dict(ranking)
-    selection_config = SelectionConfig.from_dict(selection)
-    method = selection_config.method
-    grid = k_values_for(selection_config, len(feature_names))
+    method = SelectionConfig.from_dict(selection).method
+    grid = k_grid(ground_truth)
     scores = np.asarray(member_scores[ranking_config.score if method == "iclfs" else method])
     seconds = member_scores.get("seconds", np.zeros(len(scores)))
     new = as_members(scores, member_scores["seed"], seconds, feature_names, method)
     own = {k: member_scores[f"selected_{k}"] for k in grid if f"selected_{k}" in member_scores}
-    # The history this run builds on, as start_history found it (and said why when it set one aside).
-    continuation = start(previous_member_history, feature_names, 0, config, method)
+    continuation = resume(history_start, previous_member_history, method)
     laplacian = laplacian_vector(laplacian_scores)
     fingerprint = str(ground_truth.get("fingerprint") or "") if continuation.history is not None else ""
     combined, kept = rank(new, feature_names, laplacian, config, grid, continuation.history, own, fingerprint)
@@ -58,18 +58,11 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
         if method == "iclfs" and len(scores) > 1:
             score_name = f"consensus of {score_name}"
         orders = dict(enumerate(combined.member_orders))
-    gate = combined.gate if combined.gate is not None else laplacian
-    table = ranking_table(feature_names, combined, score_name, orders, gate, grid)
+    table = ranking_table(feature_names, combined, score_name, orders, combined.gate, grid)
     if kept is None:
         return table, MemberHistory()
     table["members_seen"] = combined.seen[combined.order] if continuation.holds else len(new)
     return table, kept
-
-
-def rank_one_run(member_scores: dict[str, np.ndarray], feature_names: list[str], laplacian_scores: pd.DataFrame,
-                 ranking: dict, members: dict, selection: dict) -> pd.DataFrame:
-    """The benchmark's ranking: this run's members alone (:func:`rank_features` without a member history)."""
-    return rank_features(member_scores, feature_names, laplacian_scores, {}, None, ranking, members, selection)[0]
 
 
 def ranking_table(feature_names: list[str], ranking: Ranking, score_name: str, orders: dict[int, np.ndarray],

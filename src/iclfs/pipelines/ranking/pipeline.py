@@ -1,20 +1,11 @@
 from kedro.pipeline import Node, Pipeline
 
-from .nodes import rank_features, rank_one_run
-
-_INPUTS = ["member_scores", "feature_names", "laplacian_scores"]
-_PARAMS = ["params:ranking", "params:members", "params:selection"]
+from .nodes import rank_features
 
 
-def create_pipeline(carry_history: bool = True, **kwargs) -> Pipeline:
-    """The order; with ``carry_history`` (``select``) from every kept member when params members.carry is on.
-
-    The benchmark builds it with ``carry_history=False``: one run's members only.
-    """
-    if carry_history:
-        return Pipeline([Node(rank_features,
-                              inputs=[*_INPUTS, "ground_truth", "previous_member_history", *_PARAMS],
-                              outputs=["feature_ranking", "member_history"],
-                              name="rank_features")])
-    return Pipeline([Node(rank_one_run, inputs=[*_INPUTS, *_PARAMS], outputs="feature_ranking",
-                          name="rank_features")])
+def create_pipeline(**kwargs) -> Pipeline:
+    """The order: this run's members, with those of the stored history its ``history_start`` names."""
+    return Pipeline([Node(rank_features,
+                          inputs=["member_scores", "feature_names", "laplacian_scores", "ground_truth", "history_start",
+                                  "previous_member_history", "params:ranking", "params:members", "params:selection"],
+                          outputs=["feature_ranking", "member_history"], name="rank_features")])

@@ -1,23 +1,19 @@
 from kedro.pipeline import Node, Pipeline
 
-from .nodes import choose_k, list_at_k, reduce_data, select_every_k, select_one_run
+from .nodes import choose_k, list_at_k, reduce_data, select_every_k
 
 
-def create_pipeline(carry_history: bool = True, **kwargs) -> Pipeline:
-    """LGRC at every k; with ``carry_history`` (``select``) each list held to the last list handed on; then k, the
-    list at k and the input reduced to it.
+def select_node() -> Node:
+    """LGRC at every k, each list held to the last one handed on when the run's start says it holds."""
+    return Node(select_every_k, inputs=["feature_ranking", "laplacian_scores", "ground_truth", "previous_selections",
+                                        "history_start", "params:selection"],
+                outputs="selections", name="select_every_k")
 
-    The benchmark builds it with ``carry_history=False``: one run, no last lists, and no list handed on.
-    """
-    if carry_history:
-        node = Node(select_every_k, inputs=["feature_ranking", "laplacian_scores", "previous_selections",
-                                            "history_start", "params:selection"],
-                    outputs="selections", name="select_every_k")
-    else:
-        return Pipeline([Node(select_one_run, inputs=["feature_ranking", "laplacian_scores", "params:selection"],
-                              outputs="selections", name="select_every_k")])
+
+def create_pipeline(**kwargs) -> Pipeline:
+    """The selection at every k; then k, the list at k and the input reduced to it (the hand-off)."""
     return Pipeline([
-        node,
+        select_node(),
         Node(choose_k, inputs=["selections", "feature_ranking", "params:selection"], outputs="k_choice",
              name="choose_k"),
         Node(list_at_k, inputs=["selections", "k_choice"], outputs="feature_list", name="list_at_k"),

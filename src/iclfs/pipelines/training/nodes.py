@@ -11,53 +11,48 @@ import pandas as pd
 
 from iclfs.baselines import REGISTRY as BASELINES
 from iclfs._distributed import train_members_here
-from iclfs.chain import k_values_for, train
-from iclfs.method._config import (
-    SCORE_NAMES,
-    MembersConfig,
-    RuntimeConfig,
-    SelectionConfig,
-    Settings,
-    TrainingConfig,
-    ViewConfig,
-)
+from iclfs.chain import train
+from iclfs.io.datasets import MemberHistories
+from iclfs.method._config import SCORE_NAMES, MembersConfig, SelectionConfig, Settings
 from iclfs.method._members import state_dicts
-from iclfs.method._ranking import MemberHistory, start
+from iclfs.method._ranking import Continuation, start
 from iclfs.project._figures import training_loss_figure
+from iclfs.project._frames import k_grid
 
 LOGGER = logging.getLogger(__name__)
 
 
-def start_history(previous_member_history: MemberHistory, feature_names: list[str], members: dict,
+def start_history(previous_member_history: MemberHistories, feature_names: list[str], members: dict,
                   selection: dict, seed: int) -> dict:
-    """Where this run stands with the data source's member history, and the seed its members train from.
+    """The run's decision about its members, made once (:func:`iclfs.method._ranking.start`): whether it builds on
+    the data source's member history, which stored version, which of its members, the seed its members train
+    from, and whether its lists hold to the last ones. The later stages read this record, never the disk again.
 
     Returns
     -------
     history_start : dict
-        ``carry``, ``seed`` (``seed`` itself without carrying or on a fresh
-        history; else the seed of the history's next member number),
-        ``members`` and ``runs`` kept so far, ``version`` (the stored
-        history built on) and ``note`` (why a stored history was set aside).
+        :meth:`iclfs.method._ranking.Continuation.record`.
     """
     config = MembersConfig.from_dict(members)
     method = SelectionConfig.from_dict(selection).method
-    if config.carry and hasattr(previous_member_history, "reserve"):
+    if config.carry:
         # the member numbers this run trains from, past those of any run on this data source that runs now: two
         # refreshes started together train two distinct members
         previous_member_history.reserve(method, config.per_run)
     continuation = start(previous_member_history, feature_names, seed, config, method)
     if continuation.note is not None:
         LOGGER.warning("%s", continuation.note)
-    history = continuation.history or MemberHistory()
-    return {"carry": config.carry, "seed": continuation.seed, "members": len(history.members),
-            "runs": history.runs, "next_index": history.next_index, "version": history.version,
-            "note": continuation.note}
+    return continuation.record()
 
 
-def train_members(inverted_data: np.ndarray, feature_names: list[str], training: dict, views: dict, runtime: dict,
-                  members: dict, ranking: dict, history_start: dict, selection: dict, baselines: dict,
-                  measured_data: np.ndarray) -> tuple[dict, pd.DataFrame, dict[str, np.ndarray]]:
+def start_without_history(seed: int) -> dict:
+    """The benchmark's decision: one run at ``seed``, building on no member history and keeping none."""
+    return Continuation(None, int(seed)).record()
+
+
+def train_members(inverted_data: np.ndarray, feature_names: list[str], ground_truth: dict, training: dict,
+                  views: dict, runtime: dict, members: dict, ranking: dict, history_start: dict, selection: dict,
+                  baselines: dict, measured_data: np.ndarray) -> tuple[dict, pd.DataFrame, dict[str, np.ndarray]]:
     """The training step (:func:`iclfs.chain.train`) at ``history_start["seed"]``: ICLFS's members, or
     another ``selection.method`` at every k of the grid (variance and dispersion read ``measured_data``,
     the table before standardization).
@@ -84,7 +79,7 @@ def train_members(inverted_data: np.ndarray, feature_names: list[str], training:
     # The standardized table exactly as data_processing laid it out (the inverted map's transpose): another
     # method's linear algebra rounds by the memory layout of what it is given.
     standardized = inverted_data.T
-    grid = k_values_for(settings.selection, len(feature_names))
+    grid = k_grid(ground_truth)
     method = settings.selection.method
     if method != "iclfs":
         started = time.perf_counter()
@@ -114,16 +109,6 @@ def method_outputs(trained, method: str, seconds: float) -> tuple[dict, pd.DataF
     for k, chosen in trained.selections.items():
         member_scores[f"selected_{k}"] = np.asarray(chosen, dtype=np.int64)
     return {}, history, member_scores
-
-
-def train_one_run(inverted_data: np.ndarray, training: dict, views: dict, runtime: dict, members: dict,
-                  seed: int) -> tuple[dict, pd.DataFrame, dict[str, np.ndarray]]:
-    """The benchmark's training: one run's members at ``seed``, no member history (outputs as
-    :func:`train_members`)."""
-    training_config = TrainingConfig.from_dict(training)
-    trainings = train_members_here(inverted_data, training_config, ViewConfig.from_dict(views),
-                                   RuntimeConfig.from_dict(runtime), MembersConfig.from_dict(members), seed)
-    return training_outputs(trainings, inverted_data.shape, training_config.schedule)
 
 
 def training_outputs(trainings: list, shape: tuple[int, int], schedule: str
