@@ -15,10 +15,18 @@ with more than one worker thread (a node run by :class:`iclfs.runner.DaskRunner`
 the members go to the cluster through the worker's client (the calling task
 leaves its thread slot while it waits, so members can run on it); anywhere
 else, and for a single member, in turn in this process.
+
+Each worker runs torch's threads under the project's thread policy
+(:mod:`iclfs._threads`): a LocalCluster's workers inherit it from the
+process that starts them; :func:`thread_policies` asks every worker what it
+runs under, and a worker that started torch's threads without it (one started
+by hand, without the policy's variables in its environment) is named in a
+warning with what to set.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Any
 
@@ -26,6 +34,37 @@ import numpy as np
 
 from iclfs.method._config import MembersConfig, RuntimeConfig, TrainingConfig, ViewConfig
 from iclfs.method._members import MemberTraining, member_settings, plan_members, train_member, train_members
+
+LOGGER = logging.getLogger(__name__)
+
+
+def _worker_thread_policy() -> dict:
+    """On a worker: the policy its process applied (:data:`iclfs._threads.APPLIED`), its torch threads, and
+    whether the wait settings reached torch's OpenMP runtime (set before torch loaded, or one thread)."""
+    import torch
+
+    from iclfs import _threads
+
+    applied = _threads.APPLIED
+    threads = torch.get_num_threads()
+    late = applied.torch_loaded and any(var != "OMP_NUM_THREADS" for var in applied.set)
+    return {"policy": applied.policy, "set": applied.set, "kept": applied.kept, "threads": threads,
+            "in_force": threads == 1 or not late}
+
+
+def thread_policies(client: Any) -> dict[str, dict]:
+    """Each worker's thread policy (:func:`_worker_thread_policy`) by address; a warning names the workers
+    whose torch threads started without it."""
+    policies = client.run(_worker_thread_policy)
+    missing = sorted(address for address, policy in policies.items() if not policy["in_force"])
+    if missing:
+        first = policies[missing[0]]
+        wanted = " ".join(f"{var}={value}" for var, value in first["set"].items())
+        LOGGER.warning("Dask worker(s) %s started torch's %d threads without the thread policy %r, so they spin "
+                       "while they wait and slow each other down on a shared machine; start them with %s in "
+                       "their environment (docs/guides/performance.md)", ", ".join(missing), first["threads"],
+                       first["policy"], wanted)
+    return policies
 
 
 def train_members_on(client: Any, A: np.ndarray, training: TrainingConfig, views: ViewConfig,
@@ -50,6 +89,7 @@ def train_members_on(client: Any, A: np.ndarray, training: TrainingConfig, views
     member_training, epochs = member_settings(A.shape[1], training, members)
     plans = plan_members(A.shape[1], members, seed, A.shape[0])
     quiet = runtime.replace(progress=False)
+    thread_policies(client)
     token = uuid.uuid4().hex[:12]
     shared = client.scatter(np.ascontiguousarray(A), hash=False)
     futures = [client.submit(train_member, shared, plan, member_training, epochs, views, quiet, None,

@@ -47,8 +47,10 @@ POLICY_VARIABLE = "ICLFS_THREAD_POLICY"
 #: When set, each process that applies the policy writes what it applied to ``<this folder>/<pid>.json``
 #: (read by the tests that start the ``iclfs`` command and ``kedro run``, and useful to support).
 REPORT_VARIABLE = "ICLFS_THREAD_POLICY_REPORT"
+#: How OpenMP threads wait. A user who sets any of them has chosen how they wait: the policy sets none of them.
+WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
 #: The variables a policy may set; a user's value of any of them is kept.
-POLICY_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME", "OMP_NUM_THREADS")
+POLICY_VARIABLES = (*WAIT_VARIABLES, "OMP_NUM_THREADS")
 
 
 @dataclass(frozen=True)
@@ -192,8 +194,9 @@ def apply_policy(name: str | None = None, environ: MutableMapping[str, str] = os
                  measure_busy=busy_cpus) -> AppliedPolicy:
     """Put the policy ``name`` (default: ``$ICLFS_THREAD_POLICY``, else :data:`DEFAULT_POLICY`) in force here.
 
-    Sets each of its variables the environment does not have (an empty value counts as unset: OpenMP
-    rejects it); a set one is the user's and is kept. When torch is loaded already, libgomp has read its
+    Sets its wait variables unless the environment has one of :data:`WAIT_VARIABLES` (the user's choice of
+    how threads wait), and its thread count unless it has ``OMP_NUM_THREADS``; an empty value counts as
+    unset (OpenMP rejects it). When torch is loaded already, libgomp has read its
     settings: only a chosen thread count is applied, with ``torch.set_num_threads``. Records the policy's
     name in ``$ICLFS_THREAD_POLICY`` for the processes this one starts.
     """
@@ -205,14 +208,15 @@ def apply_policy(name: str | None = None, environ: MutableMapping[str, str] = os
         threads = free_cpus(measure_busy(), available_cpus())
         wanted["OMP_NUM_THREADS"] = str(threads)
     kept = {var: environ[var] for var in POLICY_VARIABLES if environ.get(var)}
+    if any(var in kept for var in WAIT_VARIABLES):
+        wanted = {var: value for var, value in wanted.items() if var not in WAIT_VARIABLES}
     done = {var: value for var, value in wanted.items() if var not in kept}
     environ.update(done)
     environ[POLICY_VARIABLE] = name
     torch = sys.modules.get("torch")
     if torch is not None and threads is not None and hasattr(torch, "set_num_threads"):
         torch.set_num_threads(threads)
-    return AppliedPolicy(name, done, {v: kept[v] for v in POLICY_VARIABLES if v in kept}, threads,
-                         torch is not None)
+    return AppliedPolicy(name, done, kept, threads, torch is not None)
 
 
 def write_report(applied: AppliedPolicy, environ: MutableMapping[str, str] = os.environ) -> Path | None:
@@ -223,7 +227,7 @@ def write_report(applied: AppliedPolicy, environ: MutableMapping[str, str] = os.
     path = Path(folder) / f"{os.getpid()}.json"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"pid": os.getpid(), "argv": sys.argv, **applied.__dict__,
+        path.write_text(json.dumps({"pid": os.getpid(), "argv": sys.argv, "time": time.time(), **applied.__dict__,
                                     "environment": {v: os.environ.get(v) for v in POLICY_VARIABLES}}))
     except OSError:
         return None  # a report is a diagnostic: it never stops a run

@@ -1,0 +1,170 @@
+"""The thread and wait policy (iclfs._threads): what it sets and keeps, and that it is in force in the ``iclfs``
+command and ``kedro run`` before torch loads, read from the running processes' own OpenMP runtime."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from iclfs import _threads
+from iclfs._threads import DEFAULT_POLICY, POLICIES, POLICY_VARIABLE, REPORT_VARIABLE, apply_policy
+from tests.project_copy import copy_project
+
+PYTHON = sys.executable
+
+
+def quiet_machine() -> None:
+    return None
+
+
+# --- what a policy sets and keeps ----------------------------------------------------------------------------
+
+
+def test_the_default_policy_sets_its_variables_and_names_itself_for_child_processes():
+    environ: dict[str, str] = {}
+    applied = apply_policy(environ=environ, measure_busy=quiet_machine)
+    assert applied.policy == DEFAULT_POLICY == environ[POLICY_VARIABLE]
+    assert applied.set == dict(POLICIES[DEFAULT_POLICY].environment) | (
+        {"OMP_NUM_THREADS": str(applied.threads)} if POLICIES[DEFAULT_POLICY].follow_load else {})
+    assert {k: environ[k] for k in applied.set} == applied.set and applied.kept == {}
+
+
+@pytest.mark.parametrize("name", ["passive", "short-spin", "passive-free-cpus"])
+@pytest.mark.parametrize("users", [{"OMP_WAIT_POLICY": "ACTIVE"}, {"GOMP_SPINCOUNT": "12345"},
+                                   {"KMP_BLOCKTIME": "200"}])
+def test_a_users_choice_of_how_threads_wait_is_kept_whole(name, users):
+    """Any one wait variable of the user's means the policy adds none: libgomp would mix them."""
+    environ = dict(users)
+    applied = apply_policy(name, environ=environ, measure_busy=quiet_machine)
+    assert applied.kept == users
+    assert not set(applied.set) & set(_threads.WAIT_VARIABLES)
+    assert {k: v for k, v in environ.items() if k in _threads.WAIT_VARIABLES} == users
+
+
+def test_a_users_thread_count_is_kept_and_the_load_is_not_even_read():
+    environ = {"OMP_NUM_THREADS": "3"}
+    applied = apply_policy("passive-free-cpus", environ=environ, measure_busy=lambda: pytest.fail("read the load"))
+    assert environ["OMP_NUM_THREADS"] == "3" and applied.threads is None
+    assert applied.set == {"OMP_WAIT_POLICY": "PASSIVE"} and applied.kept == {"OMP_NUM_THREADS": "3"}
+
+
+def test_an_empty_variable_counts_as_unset():
+    environ = {"OMP_WAIT_POLICY": ""}
+    assert apply_policy("passive", environ=environ).set == {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
+def test_the_environment_picks_another_policy_and_a_wrong_name_is_refused_naming_the_choices():
+    environ = {POLICY_VARIABLE: "short-spin"}
+    assert apply_policy(environ=environ).set == {"GOMP_SPINCOUNT": "10000", "KMP_BLOCKTIME": "1"}
+    with pytest.raises(ValueError, match=r"^ICLFS_THREAD_POLICY='fast' names no thread policy; use one of spin, "
+                                         r"passive, short-spin, free-cpus, passive-free-cpus \(or unset it"):
+        apply_policy(environ={POLICY_VARIABLE: "fast"})
+
+
+@pytest.mark.parametrize(("busy", "cpus", "threads"), [(None, 2, 2), (0.1, 2, 2), (0.6, 2, 1), (1.0, 2, 1),
+                                                       (3.9, 2, 1), (1.4, 8, 7), (2.6, 8, 5)])
+def test_a_thread_count_from_the_free_cpus(busy, cpus, threads):
+    assert _threads.free_cpus(busy, cpus) == threads
+
+
+def test_the_busy_cpus_are_the_machines_busy_share_while_this_process_sleeps(monkeypatch):
+    samples = iter([(100, 1000), (160, 1100)])  # 60 of 100 jiffies busy
+    monkeypatch.setattr(_threads.os, "cpu_count", lambda: 4)
+    slept = []
+    assert _threads.busy_cpus(0.1, sample=lambda: next(samples), sleep=slept.append) == pytest.approx(2.4)
+    assert slept == [0.1]
+    assert _threads.busy_cpus(0.1, sample=lambda: None, sleep=slept.append) is None
+
+
+def test_the_cpu_times_of_proc_stat_leave_out_idle_and_iowait(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  10 2 8 70 5 1 4 0 3 0\ncpu0 1 1 1 1 1 1 1 1 1 1\n")
+    assert _threads._cpu_times(stat) == (25, 100)  # total: the first eight fields; busy: less idle and iowait
+
+
+def test_a_loaded_torch_still_gets_the_thread_count(monkeypatch):
+    calls = []
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(set_num_threads=calls.append))
+    applied = apply_policy("passive-free-cpus", environ={}, measure_busy=lambda: 0.9)
+    assert applied.torch_loaded and calls == [applied.threads] == [max(1, _threads.available_cpus() - 1)]
+
+
+def test_the_report_is_written_where_asked_and_only_there(tmp_path):
+    applied = apply_policy("passive", environ={})
+    assert _threads.write_report(applied, environ={}) is None
+    path = _threads.write_report(applied, environ={REPORT_VARIABLE: str(tmp_path / "r")})
+    assert path == tmp_path / "r" / f"{os.getpid()}.json"
+    assert json.loads(path.read_text())["set"] == {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
+# --- in force in the processes the project starts --------------------------------------------------------------
+
+
+def expected_spin_count(environ: dict[str, str]) -> str:
+    """The spin count libgomp reports (OMP_DISPLAY_ENV=VERBOSE) for these variables: its documented defaults."""
+    if environ.get("GOMP_SPINCOUNT"):
+        return environ["GOMP_SPINCOUNT"]
+    return "0" if environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE" else "300000"
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    """A copy of the project with a tiny table and no MLflow store of its own beyond the project's default."""
+    local = copy_project(tmp_path / "project")
+    (local / "mlflow.yml").unlink()  # the project's own mlflow.yml, with its store under the copy
+    X = np.random.default_rng(0).normal(size=(24, 16))
+    pd.DataFrame(X, columns=[f"g{i}" for i in range(16)]).to_csv(tmp_path / "project" / "tiny.csv", index=False)
+    return tmp_path / "project"
+
+
+COMMANDS = {
+    "iclfs": ["-m", "iclfs", "--input", "tiny.csv", "--method", "variance", "--k", "3", "--params",
+              "selection.k_values=[3]"],
+    "kedro run": ["-m", "kedro", "run", "--params",
+                  "input=tiny.csv,selection.method=variance,selection.k=3,selection.k_values=[3]"],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("command", "users"), [("iclfs", {}), ("kedro run", {}),
+                                               ("kedro run", {"GOMP_SPINCOUNT": "12345"})],
+                         ids=["iclfs", "kedro-run", "kedro-run-users-own-wait"])
+def test_the_policy_is_in_force_before_torch_loads_in_the_command_and_kedro_run(project, tmp_path, command, users):
+    """The real command in a fresh process: the process reports the policy it applied, before torch was
+    loaded, and libgomp itself, as torch loads it, prints the wait it runs with (OMP_DISPLAY_ENV) before the
+    first node runs."""
+    report = tmp_path / "report"
+    env = {k: v for k, v in os.environ.items() if k not in (*_threads.POLICY_VARIABLES, POLICY_VARIABLE)}
+    env |= {REPORT_VARIABLE: str(report), "OMP_DISPLAY_ENV": "VERBOSE", "KEDRO_DISABLE_TELEMETRY": "1",
+            "OMP_NUM_THREADS": "1", **users}
+    done = subprocess.run([PYTHON, *COMMANDS[command]], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=600)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-3000:]
+    written = json.loads((report / f"{done.args and _pid_of(report)}.json").read_text())
+    assert written["policy"] == DEFAULT_POLICY and written["torch_loaded"] is False
+    assert written["kept"] == {"OMP_NUM_THREADS": "1", **users}
+    policy_env = {**written["set"], **written["kept"]}
+    # libgomp prints its settings as it loads (torch's copy, and scikit-learn's where it bundles one)
+    spin = re.findall(r"GOMP_SPINCOUNT = '(\d+)'", done.stderr)
+    assert spin and set(spin) == {expected_spin_count(policy_env)}, done.stderr[:2000]
+    if not users:
+        assert set(spin) == {expected_spin_count(dict(POLICIES[DEFAULT_POLICY].environment))}
+    first_node = done.stderr.find("Running node")
+    assert 0 <= done.stderr.find("OPENMP DISPLAY ENVIRONMENT END") < first_node, done.stderr[-3000:]
+
+
+def _pid_of(report: Path) -> str:
+    """The one process that wrote a report (the command itself: no other process of the run applies it)."""
+    written = sorted(p.stem for p in report.glob("*.json"))
+    assert len(written) == 1, written
+    return written[0]
