@@ -18,7 +18,7 @@ from tests.pipelines.test_trust import FAST, Outcome, kedro, project_at, start, 
 
 pytestmark = pytest.mark.slow  # whole Kedro runs: seconds each
 
-CARRY = {**FAST, "history": {"carry": True, "half_life": 4.0}}
+CARRY = {**FAST, "members": {"carry": True, "half_life": 4.0}}
 GENES = [f"g{j}" for j in range(12)]
 
 

@@ -16,6 +16,7 @@ import scipy.io
 import yaml
 from kedro.framework.session import KedroSession
 
+from iclfs.method._config import ParameterError
 from tests.pipelines.conftest import mlflow_runs, run_session, versions
 
 def test_default_run_writes_versioned_artifacts_and_an_mlflow_run(project):
@@ -217,15 +218,14 @@ def test_unreachable_mlflow_server_fails_fast_with_the_uri_named(project):
     assert not (project / "data").exists()
 
 
-def test_an_old_key_in_local_parameters_keeps_working_with_a_warning(project, caplog):
-    """consensus.members and history.carry moved to members: a user's conf keeps working for one version."""
-    (project / "conf/local/parameters.yml").write_text(yaml.safe_dump({"consensus": {"members": 3},
-                                                                       "history": {"carry": False}}))
+def test_an_old_key_in_local_parameters_is_refused_naming_its_new_name(project):
+    """consensus.members and history.max_members moved to members, and their one version under the old name has
+    passed: a conf that still sets one is refused in one line naming the new name, even beside the new key."""
+    (project / "conf/local/parameters.yml").write_text(yaml.safe_dump({"members": {"kept": 9},
+                                                                       "history": {"max_members": 3}}))
     with KedroSession.create(project_path=project) as session:
-        params = session.load_context().params
-    assert "consensus" not in params and "history" not in params
-    assert params["members"]["per_run"] == 3 and params["members"]["carry"] is False
-    assert "parameter consensus.members is now members.per_run" in caplog.text
+        with pytest.raises(ParameterError, match=r"^parameter history.max_members is now members.kept: rename it"):
+            session.load_context().params
 
 
 def test_local_parameters_override_single_keys_of_a_section(project):

@@ -12,8 +12,8 @@ def k_grid(ground_truth: dict) -> list[int]:
     """The k grid this run's table gets, as ``data_processing`` worked it out once (``ground_truth["k_values"]``,
     :func:`iclfs.chain.check_for_data`)."""
     if "k_values" not in ground_truth:
-        raise ValueError(f"the ground_truth of {ground_truth.get('source', 'this run')} has no k_values (it was written "
-                         "before the grid was stored): run the data_processing stage again")
+        raise ValueError(f"the ground_truth of {ground_truth.get('source', 'this run')} has no k_values (it was "
+                         "written before the grid was stored): run the data_processing stage again")
     return [int(k) for k in ground_truth["k_values"]]
 
 
