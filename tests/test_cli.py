@@ -335,3 +335,47 @@ def test_verbose_shows_the_lines_a_quiet_conf_holds_back():
 def test_params_are_read_by_one_parser_whether_or_not_a_value_holds_a_list(given, expected):
     option = next(p for p in cli.run.params if p.name == "params")
     assert option.callback(click.Context(cli.run), option, given) == expected
+
+
+@pytest.mark.slow  # kedro-viz starts in seconds to a minute
+def test_iclfs_viz_serves_the_project_and_sigterm_stops_its_server(tmp_path):
+    import os
+    import signal
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+
+    from tests.conftest import PROJECT_ROOT
+    from tests.pipelines.test_viz import free_port
+
+    port = free_port()
+    log = tmp_path / "viz.log"
+    with log.open("w") as handle:
+        process = subprocess.Popen([sys.executable, "-m", "iclfs", "viz", "--no-browser", "--port", str(port)],
+                                   cwd=PROJECT_ROOT, stdout=handle, stderr=subprocess.STDOUT,
+                                   env={**os.environ, "KEDRO_DISABLE_TELEMETRY": "1"})
+    try:
+        deadline = time.time() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/main", timeout=10) as response:
+                    assert response.status == 200
+                break
+            except OSError:
+                assert process.poll() is None and time.time() < deadline, log.read_text()[-3000:]
+                time.sleep(1)
+        process.send_signal(signal.SIGTERM)  # what a terminal's close or a service manager sends: to iclfs only
+        assert process.wait(timeout=60) == 0, log.read_text()[-3000:]
+        deadline = time.time() + 30
+        while True:  # the server went with it: nothing listens on the port any more
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) != 0:
+                    break
+            assert time.time() < deadline, "kedro-viz's server still listens after iclfs viz stopped"
+            time.sleep(0.5)
+        assert "kedro-viz stopped" in log.read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

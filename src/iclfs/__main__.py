@@ -28,6 +28,12 @@ def main(*args, **kwargs) -> None:
         sys.exit(1)
     interactive = hasattr(sys, "ps1")
     kwargs["standalone_mode"] = not interactive
+    given = list(args[0] if args else kwargs.get("args") or sys.argv[1:])
+    if given[:1] == ["viz"]:  # iclfs viz: kedro-viz on the project, stopped with its server
+        from iclfs.cli import viz
+
+        kwargs.pop("args", None)
+        return viz.main(given[1:], prog_name="iclfs viz", **kwargs)
     return run(*args, **kwargs)
 
 

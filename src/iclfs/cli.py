@@ -10,6 +10,7 @@ prints it as well. Anything else (a bug) keeps Kedro's full report.
 from __future__ import annotations
 
 import copy as copy_module
+import contextlib
 import errno
 import logging
 import sys
@@ -289,6 +290,54 @@ def _schedule_of(path: Path) -> str:
             schedule = node.value.value
             return "no schedule: it runs when triggered" if schedule is None else f'schedule "{schedule}"'
     return "schedule unknown"
+
+
+class _Stopped(Exception):  # noqa: N818  (a signal, not an error)
+    """SIGTERM or SIGINT reached ``iclfs viz``."""
+
+
+@click.command(name="viz", context_settings={"ignore_unknown_options": True})
+@click.option("--host", default="127.0.0.1", help="The address kedro-viz serves on (default: 127.0.0.1).")
+@click.option("--port", default=4141, type=click.IntRange(1, 65535), help="Its port (default: 4141).")
+@click.option("--browser/--no-browser", default=True, help="Open a browser on it (default: yes).")
+@click.argument("options", nargs=-1, type=click.UNPROCESSED)
+def viz(host: str, port: int, browser: bool, options: tuple[str, ...]) -> None:
+    """Show the project's pipelines in kedro-viz (kedro viz run, in this folder); OPTIONS go to kedro viz run,
+    e.g. --pipeline select.
+
+    Ctrl-C or SIGTERM stops the server too: kedro-viz serves from a process of its own, which outlives a plain
+    `kedro viz run` stopped by a signal; here it runs in a process group that is stopped as a whole.
+    """
+    import os
+    import signal
+    import subprocess
+
+    command = [sys.executable, "-m", "kedro", "viz", "run", "--host", host, "--port", str(port),
+               *([] if browser else ["--no-browser"]), *options]
+    # a session of its own: a terminal's Ctrl-C reaches this process only, which then stops the whole group
+    process = subprocess.Popen(command, start_new_session=True)
+
+    def stop(signum: int, frame: object) -> None:
+        raise _Stopped(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        code = process.wait()
+    except _Stopped:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        click.echo("kedro-viz stopped", err=True)
+        code = 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    sys.exit(code)
 
 
 @click.group(name="iclfs")
