@@ -195,3 +195,17 @@ def test_scikit_feature_environment_finds_paper_and_validation_files(name):
     dataset = FeatureTableDataset(filename=f"{name}.mat",
                                   search_dirs=[str(shared / "datasets"), str(shared / "validation")])
     assert dataset.exists()
+
+
+def test_a_csv_artifact_reads_back_every_float_exactly_without_a_warning(tmp_path):
+    from iclfs.io.datasets import CSVDataset
+
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.random(2000) * 10.0 ** rng.integers(-300, 300, 2000), rng.normal(size=2000),
+                             [np.nextafter(1.0, 2.0), 5e-324, 1.7976931348623157e308]])
+    dataset = CSVDataset(filepath=str(tmp_path / "t.csv"), version=Version(None, "2026-01-01T00.00.00.000Z"))
+    dataset.save(pd.DataFrame({"score": values}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # pandas 3.1 deprecates float_precision: the default is exact
+        loaded = dataset.load()
+    assert (loaded["score"].to_numpy() == values).all()

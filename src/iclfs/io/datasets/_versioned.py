@@ -126,7 +126,8 @@ class _NamedCSV(_CSVDataset):
         columns = next(csv.reader([first]), []) if first else []
         text = [c for c in columns if c in self._text_columns]
         args = dict(self._load_args)
-        args.setdefault("float_precision", "round_trip")  # every float read back as the exact value written
+        # pandas 3.1 (the pinned range) reads every float back as the exact value written by default; its
+        # float_precision argument is deprecated
         if text:
             # Only the other columns read pandas' missing-value markers: a name is never missing.
             args.update(dtype={**args.get("dtype", {}), **dict.fromkeys(text, str)}, keep_default_na=False,
