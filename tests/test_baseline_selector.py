@@ -10,6 +10,7 @@ from iclfs import baselines, chain
 from iclfs.io._synthetic import make_synthetic
 from iclfs.method._config import RuntimeConfig, SelectionConfig, Settings
 from iclfs.method._preprocessing import FeatureTable, prepare
+from iclfs.method._scores import feature_order
 from iclfs._selectors import BaselineSelector
 
 QUICK = {"cae": {"epochs": 2}, "lscae": {"epochs": 2}}
@@ -39,6 +40,10 @@ def test_each_method_selects_exactly_k_the_registry_s_selection_and_repeats_it(t
     assert len(set(fitted.selected_features_.tolist())) == 5 == fitted.support_.sum()
     assert set(np.flatnonzero(fitted.ranking_ == 1)) == set(fitted.selected_features_.tolist())
     assert sorted(fitted.ranking_[fitted.ranking_ > 1].tolist()) == list(range(2, 41 - 5 + 1))
+    # feature_order_ as ICLFSSelector's: every feature once, best first by scores_, and ranking_ follows it
+    np.testing.assert_array_equal(fitted.feature_order_, feature_order(fitted.scores_))
+    rest = [j for j in fitted.feature_order_ if not fitted.support_[j]]
+    assert fitted.ranking_[rest].tolist() == list(range(2, 41 - 5 + 1))
     prepared = prepare(FeatureTable(X=data), keep_measured=True)  # the same code as the benchmark and select
     # the selector's thread count: CAE and LS-CAE are bit-repeatable only at the same one
     direct = baselines.run(method, prepared.standardized, [5], n_clusters=2, seed=42, options=QUICK.get(method),

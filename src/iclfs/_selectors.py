@@ -485,8 +485,10 @@ class BaselineSelector(_Selector):
     scores_ : ndarray of shape (n_features_in_,)
         The method's score of every feature, higher is better (for the methods
         that fit one model per k, that of the model at this k).
+    feature_order_ : ndarray of shape (n_features_in_,)
+        Feature indices, best first by ``scores_`` (ties by index), as :class:`ICLFSSelector`'s.
     ranking_ : ndarray of shape (n_features_in_,)
-        RFE's convention: 1 for the selected features, then 2, 3, ... by score.
+        RFE's convention: 1 for the selected features, then 2, 3, ... in the order of ``feature_order_``.
     selected_features_ : ndarray of shape (n_features_to_select_,)
         The selected features' indices.
     support_ : ndarray of shape (n_features_in_,), dtype=bool
@@ -566,6 +568,7 @@ class BaselineSelector(_Selector):
         self.n_features_to_select_ = int(k)
         self.seed_ = int(result.continuation.seed)
         self.scores_ = result.ranking.scores
+        self.feature_order_ = result.ranking.order
         self._set_selection(result.selected, result.ranking.order)
         self.training_log_ = list(result.trained.log)
         return self
