@@ -8,7 +8,7 @@ the benchmark's cell store (the validation sets unless ``--datasets`` says
 otherwise) and names the winner; the first candidate is the reference the
 others are measured against. ``compare`` shows candidates side by side,
 measured and not judged. The rounds the rule decided are in
-``benchmarks/results/rounds/``, their conclusions in docs/consensus.md.
+``benchmarks/results/rounds/``, their conclusions in docs/members.md.
 
 The rule was fixed before its candidates were run. On each development dataset a
 candidate scores one point for each of: its mean best-k accuracy over the

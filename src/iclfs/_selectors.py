@@ -148,7 +148,7 @@ class ICLFSSelector(_Selector):
     members' orders are combined, and the Laplacian-Gated Ranking Correction
     (LGRC) swaps out top-ranked features whose Laplacian score is poor. ``y``
     is never used. The method is described in ``docs/method.md`` and
-    ``docs/consensus.md``; this class runs :func:`iclfs.chain.run`, the
+    ``docs/members.md``; this class runs :func:`iclfs.chain.run`, the
     chain the Kedro pipelines run stage by stage, and gives the same selection
     for the same settings and seed.
 

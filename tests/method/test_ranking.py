@@ -1,4 +1,4 @@
-"""The members combined into one order (docs/consensus.md): a run's own members, the members a data source
+"""The members combined into one order (docs/members.md): a run's own members, the members a data source
 keeps (alignment by name, age weights, seeds, caps, merges, starting afresh), the Laplacian fusion, agreement
 and k auto."""
 

@@ -314,7 +314,7 @@ class SelectionConfig(Section):
 
 @dataclass(frozen=True)
 class MembersConfig(Section):
-    """The members: the networks a run trains and a data source keeps (docs/consensus.md).
+    """The members: the networks a run trains and a data source keeps (docs/members.md).
 
     A run trains ``per_run`` members (one, the paper's single run, by
     default). With ``carry`` the data source keeps them in its member history,

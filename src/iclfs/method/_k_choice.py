@@ -1,4 +1,4 @@
-"""The k handed on: ``selection.k``, or with ``auto`` the largest k the members agree on (docs/consensus.md)."""
+"""The k handed on: ``selection.k``, or with ``auto`` the largest k the members agree on (docs/members.md)."""
 
 from __future__ import annotations
 

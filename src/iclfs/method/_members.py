@@ -1,4 +1,4 @@
-"""The members of a run: what each one is trained on, and their training (docs/consensus.md).
+"""The members of a run: what each one is trained on, and their training (docs/members.md).
 
 One member is the paper's single run: one network, ``training.epochs``
 epochs, every sample, the run's own seed. ``members.per_run`` > 1 trains

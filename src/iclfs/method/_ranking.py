@@ -1,4 +1,4 @@
-"""The members combined into one order: a run's own, and those its data source keeps (docs/consensus.md).
+"""The members combined into one order: a run's own, and those its data source keeps (docs/members.md).
 
 A **member** is one trained network's score of every feature (or one other
 method's run). A run trains ``members.per_run`` of them; with

@@ -1,4 +1,4 @@
-"""A data source's member history, stored version by version (docs/consensus.md, "Carried members").
+"""A data source's member history, stored version by version (docs/members.md, "Carried members").
 
 Each run that adds members writes a new version
 (``member_history.npz/<run>/member_history.npz``) holding every member kept:

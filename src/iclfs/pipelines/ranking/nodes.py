@@ -1,4 +1,4 @@
-"""The members combined into one order: this run's, and every member the data source keeps (docs/consensus.md)."""
+"""The members combined into one order: this run's, and every member the data source keeps (docs/members.md)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
         orders = {m.index: o for m, o in zip(kept.members, combined.member_orders, strict=True)}
     else:
         if method == "iclfs" and len(scores) > 1:
-            score_name = f"consensus of {score_name}"
+            score_name = f"mean rank of {score_name} ({len(scores)} members)"
         orders = dict(enumerate(combined.member_orders))
     table = ranking_table(feature_names, combined, score_name, orders, combined.gate, grid)
     if kept is None:

@@ -1,4 +1,4 @@
-"""Train the members and score every feature (docs/method.md §3-5, docs/consensus.md)."""
+"""Train the members and score every feature (docs/method.md §3-5, docs/members.md)."""
 
 from __future__ import annotations
 
