@@ -7,6 +7,7 @@ on an unlabelled CSV given as ``--params input=...``, with the notebook's
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import matplotlib
@@ -102,7 +103,7 @@ def test_notebook_runs_after_a_select_run_without_labels(project):
     assert "/expression/" in str(ns["report_path"])
     page = ns["report_path"].read_text()
     assert "no labels: the k-means accuracy was not evaluated" in page
-    assert "30 samples &times; 24 features" in page
+    assert "30 samples \N{MULTIPLICATION SIGN} 24 features" in html.unescape(page)  # as a browser shows it
 
 
 @pytest.mark.parametrize("method", ["ls", "ndfs"])
