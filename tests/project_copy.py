@@ -27,7 +27,7 @@ def copy_project(root: Path, tracking_uri: str | None = None) -> Path:
     local = root / "conf" / "local"
     local.mkdir()
     mlflow_conf = yaml.safe_load((PROJECT_ROOT / "conf" / "base" / "mlflow.yml").read_text())
-    mlflow_conf["tracking_uri"] = tracking_uri or f"sqlite:///{root / 'mlflow.db'}"
+    mlflow_conf["server"]["mlflow_tracking_uri"] = tracking_uri or f"sqlite:///{root / 'mlflow.db'}"
     (local / "mlflow.yml").write_text(yaml.safe_dump(mlflow_conf))
     return local
 

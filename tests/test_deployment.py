@@ -177,7 +177,7 @@ def mlflow_runs(project: Path) -> tuple:
     """An MLflow client on the copy's store, and the runs of its experiment, oldest first."""
     from mlflow.tracking import MlflowClient
 
-    uri = yaml.safe_load((project / "conf/local/mlflow.yml").read_text())["tracking_uri"]
+    uri = yaml.safe_load((project / "conf/local/mlflow.yml").read_text())["server"]["mlflow_tracking_uri"]
     client = MlflowClient(tracking_uri=uri)
     experiment = client.get_experiment_by_name("iclfs")
     assert experiment is not None, f"no MLflow experiment 'iclfs' in {uri}"

@@ -220,7 +220,7 @@ def test_evaluate_baselines_writes_one_cell_per_baseline(three_clusters):
 
 
 def test_a_benchmark_run_logs_each_cells_best_accuracy_under_a_name_with_its_dataset_and_method():
-    from iclfs.project._tracking import cell_metrics
+    from iclfs.project._tracked import cell_metrics
 
     def cell(method, accs):
         return pd.DataFrame({"dataset": "COIL20", "method": method, "k": [5, 10], "accuracy_mean": accs})

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from iclfs.project._tracking import run_metrics
+from iclfs.project._tracked import run_metrics
 from iclfs.pipelines.report._report import change_sentences, stability_sentences
 from iclfs.pipelines.report.nodes import compare_tables, compare_with_previous, member_stability, signal
 

@@ -159,7 +159,7 @@ def complete(project: Path, *params: str) -> str:
 def set_tracking_uri(project: Path, uri: str) -> None:
     mlflow_yml = project / "conf/local/mlflow.yml"
     conf = yaml.safe_load(mlflow_yml.read_text())
-    conf["tracking_uri"] = uri
+    conf["server"]["mlflow_tracking_uri"] = uri
     mlflow_yml.write_text(yaml.safe_dump(conf))
 
 
@@ -612,10 +612,10 @@ def test_5_a_tracking_store_fault_is_one_message_and_nothing_is_written(tmp_path
         set_tracking_uri(project, uri)
         done = kedro(project, "input=t.csv")
     assert done.code != 0
-    line = the_line(done.output, rf"^Error: the MLflow tracking store {re.escape(uri)} \(tracking_uri in mlflow\.yml\) "
-                                 + TRACKING[fault])
-    assert line.endswith("Nothing was run. Fix it, or track in a local file: tracking_uri: sqlite:///mlflow.db in "
-                         "conf/local/mlflow.yml."), line
+    line = the_line(done.output, rf"^Error: the MLflow tracking store {re.escape(uri)} \(server\.mlflow_tracking_uri in "
+                                 r"mlflow\.yml\) " + TRACKING[fault])
+    assert line.endswith("Nothing was run. Fix it, or track in a local file: server: {mlflow_tracking_uri: "
+                         "sqlite:///mlflow.db} in conf/local/mlflow.yml (docs/guides/tracking.md)."), line
     assert data_files(project) == set(), sorted(data_files(project))
 
 

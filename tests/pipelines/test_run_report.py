@@ -357,7 +357,7 @@ def test_a_single_selected_feature_still_gives_a_page(inputs):
 def _stability_after(earlier_lists: list[list[str]], current: list[str], members: int) -> tuple[dict, dict]:
     """compare_with_previous for a list after ``earlier_lists``, with ``members`` members' ranks, and the MLflow
     metrics the tracking hook logs from it."""
-    from iclfs.project._tracking import run_metrics
+    from iclfs.project._tracked import run_metrics
 
     names = list("abcdefgh")
     ranking = pd.DataFrame({"rank": np.arange(1, 9), "feature_index": np.arange(8), "feature_name": names})

@@ -211,7 +211,7 @@ def silent_tracking_server(project: Path) -> Outcome:
     thread.start()
     mlflow_yml = project / "conf/local/mlflow.yml"
     conf = yaml.safe_load(mlflow_yml.read_text())
-    conf["tracking_uri"] = f"http://127.0.0.1:{listening.getsockname()[1]}"
+    conf["server"]["mlflow_tracking_uri"] = f"http://127.0.0.1:{listening.getsockname()[1]}"
     mlflow_yml.write_text(yaml.safe_dump(conf))
     started = time.monotonic()
     try:

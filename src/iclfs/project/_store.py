@@ -1,0 +1,200 @@
+"""The MLflow store: which one (:func:`tracking_config`), checked before a run writes anything
+(:func:`check_tracking_store`: one message naming the URI, never its password, where it came from and the fix),
+and a SQLite store opened by one process at a time (:func:`opened_alone`: MLflow makes a new store's tables on
+first use, and two runs started together on a fresh project would both make them, and one fail).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import sqlite3
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kedro.config import MissingConfigException
+
+from iclfs.method._config import ParameterError
+
+#: How long a tracking server may take to answer, and how often MLflow's client tries again, for this run
+#: (where the user has not set them): a server that never answers fails the run in seconds, not in 7 x 120 s.
+MLFLOW_TIMEOUTS = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "10", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1"}
+CONNECT_TIMEOUT = 5.0
+#: How long a run waits for another process that opens a fresh SQLite store (making its tables takes a second).
+FIRST_USE_TIMEOUT = 120.0
+DEFAULT_URI = "sqlite:///mlflow.db"
+#: The project's mlflow.yml keys before kedro-mlflow, and where each lives now.
+FORMER_KEYS = {"tracking_uri": "server.mlflow_tracking_uri", "experiment": "tracking.experiment.name",
+               "enabled": "tracking.disable_tracking.pipelines (the pipelines not to track, e.g. [select])"}
+
+
+class TrackingUnavailableError(ConnectionError):
+    """The MLflow tracking store cannot take this run; the message names the URI and the fix."""
+
+
+class TrackingFailedError(TrackingUnavailableError):
+    """The run ran, and the MLflow store failed while it was tracked; the message says what was kept."""
+
+
+def from_store(error: BaseException) -> bool:
+    """Whether ``error`` came from MLflow's client or its store (and not from the run's own work)."""
+    return type(error).__module__.split(".")[0] in ("mlflow", "sqlalchemy", "sqlite3", "requests", "urllib3")
+
+
+def mask_credentials(uri: str) -> str:
+    """``uri`` with any ``user:password@`` replaced by ``***@``, fit to print or log."""
+    parts = urllib.parse.urlsplit(uri)
+    if "@" not in parts.netloc:
+        return uri
+    return urllib.parse.urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+
+
+def refuse(uri: str, problem: str, origin: str = "server.mlflow_tracking_uri in mlflow.yml") -> TrackingUnavailableError:
+    """The one-line refusal of a run whose store at ``uri`` (set by ``origin``) has ``problem``."""
+    return TrackingUnavailableError(
+        f"the MLflow tracking store {mask_credentials(uri)} ({origin}) {problem}. Nothing was run. Fix it, or "
+        "track in a local file: server: {mlflow_tracking_uri: sqlite:///mlflow.db} in conf/local/mlflow.yml "
+        "(docs/guides/tracking.md).")
+
+
+def check_tracking_store(uri: str, timeout: float = CONNECT_TIMEOUT, origin: str | None = None) -> None:
+    """Raise :class:`TrackingUnavailableError` when the store at ``uri`` cannot take a run; nothing is written.
+
+    ``http(s)``: the server must accept a connection and answer ``/health``
+    without an error within ``timeout`` seconds. ``sqlite``: the file must be a
+    SQLite database (or not exist yet, in a folder this process may write), and
+    writable. ``file`` (``./mlruns``): refused, as MLflow 3 refuses it. Other
+    schemes are left to MLflow.
+    """
+    origin = origin or "server.mlflow_tracking_uri in mlflow.yml"
+    scheme = urllib.parse.urlsplit(uri).scheme
+    if scheme in ("http", "https"):
+        _check_server(uri, timeout, origin)
+    elif scheme == "sqlite":
+        _check_sqlite(uri, origin)
+    elif scheme in ("", "file"):
+        raise refuse(uri, "is a folder store, which MLflow 3 no longer opens", origin)
+
+
+def _check_server(uri: str, timeout: float, origin: str) -> None:
+    for key, value in MLFLOW_TIMEOUTS.items():
+        os.environ.setdefault(key, value)
+    parts = urllib.parse.urlsplit(uri)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout):
+            pass
+    except OSError as err:
+        raise refuse(uri, f"does not answer ({err.strerror or err})", origin) from None
+    base = urllib.parse.urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], parts.path.rstrip("/"), "", ""))
+    try:
+        urllib.request.urlopen(f"{base}/health", timeout=timeout).close()  # noqa: S310  (the user's own server)
+    except urllib.error.HTTPError as err:
+        if err.code in (401, 403):
+            return  # it answered: its authentication is MLflow's to negotiate with the credentials given
+        raise refuse(uri, f"answers {err.code} {err.reason} at /health: it is not an MLflow server, or not at "
+                          "this address (check the host, port and path)", origin) from None
+    except (OSError, TimeoutError) as err:
+        raise refuse(uri, f"accepts connections but does not answer within {timeout:g} s "
+                          f"({getattr(err, 'reason', err)})", origin) from None
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The file of a ``sqlite`` store; None for another scheme or an in-memory store."""
+    if urllib.parse.urlsplit(uri).scheme != "sqlite":
+        return None
+    raw = uri[len("sqlite:///"):] if uri.startswith("sqlite:///") else uri[len("sqlite://"):]
+    return None if raw in ("", ":memory:") else Path(raw)
+
+
+def _check_sqlite(uri: str, origin: str) -> None:
+    path = sqlite_path(uri)
+    if path is None:
+        return
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise refuse(uri, f"is a folder ({path}), not a SQLite file", origin)
+    if not path.exists():
+        if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+            raise refuse(uri, f"cannot be created: the folder {folder} is not writable or does not exist", origin)
+        return
+    with open(path, "rb") as handle:
+        header = handle.read(16)
+    if header and header != b"SQLite format 3\x00":
+        raise refuse(uri, f"is not a SQLite database ({path} is damaged or another kind of file)", origin)
+    if not os.access(path, os.W_OK) or not os.access(folder, os.W_OK):
+        raise refuse(uri, f"is read-only ({path} or its folder cannot be written)", origin)
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=CONNECT_TIMEOUT)) as db:
+            db.execute("PRAGMA quick_check").fetchone()
+    except sqlite3.DatabaseError as err:
+        raise refuse(uri, f"cannot be read as a database ({err})", origin) from None
+
+
+@contextlib.contextmanager
+def opened_alone(uri: str, timeout: float = FIRST_USE_TIMEOUT) -> Iterator[None]:
+    """Hold the SQLite store at ``uri`` for this process alone (nothing for another kind of store).
+
+    The lock is ``.<file>.lock`` beside the store (:mod:`filelock`); the
+    process holding it writes who it is in ``.<file>.lock.holder``, so a run
+    that waits longer than ``timeout`` seconds names it.
+    """
+    path = sqlite_path(uri)
+    if path is None:
+        yield
+        return
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(path.with_name(f".{path.name}.lock"), timeout=timeout)
+    holder = path.with_name(f".{path.name}.lock.holder")
+    try:
+        lock.acquire()
+    except Timeout:
+        who = "unknown"
+        with contextlib.suppress(OSError):
+            who = holder.read_text().strip() or who
+        raise TrackingUnavailableError(
+            f"the MLflow tracking store {path} is being opened by another process ({who})"
+            f" for more than {timeout:g} s. Nothing was run. Wait for it to finish, or stop it, and run again."
+        ) from None
+    try:
+        with contextlib.suppress(OSError):
+            holder.write_text(f"process {os.getpid()} on {socket.gethostname()}, since "
+                              f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        yield
+    finally:
+        lock.release()
+
+
+def tracking_config(loader: Any, environ: dict | None = None) -> tuple[dict, str]:
+    """``mlflow.yml`` checked against kedro-mlflow's schema, with the store this run tracks to; and where the
+    store came from. A former key, an unknown key or a value of the wrong type is one :class:`ParameterError`."""
+    environ = os.environ if environ is None else environ
+    try:
+        config = dict(loader["mlflow"] or {})
+    except MissingConfigException:
+        config = {}
+    former = sorted(set(config) & set(FORMER_KEYS))
+    if former:
+        raise ParameterError("mlflow.yml: " + "; ".join(f"{key} is now {FORMER_KEYS[key]}" for key in former)
+                             + " (kedro-mlflow's mlflow.yml: docs/guides/tracking.md)")
+    from kedro_mlflow.config.kedro_mlflow_config import KedroMlflowConfig
+    from pydantic import ValidationError
+
+    try:
+        KedroMlflowConfig.model_validate(config)
+    except ValidationError as err:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e['input']!r})" for e in err.errors())
+        raise ParameterError(f"mlflow.yml: {problems} (kedro-mlflow's mlflow.yml: docs/guides/tracking.md)") from None
+    server, tracking = dict(config.get("server") or {}), dict(config.get("tracking") or {})
+    origin, uri = "server.mlflow_tracking_uri in mlflow.yml", server.get("mlflow_tracking_uri") or DEFAULT_URI
+    if environ.get("MLFLOW_TRACKING_URI"):
+        origin, uri = "MLFLOW_TRACKING_URI in the environment", environ["MLFLOW_TRACKING_URI"]
+    tracking["experiment"] = {"name": "iclfs", **(tracking.get("experiment") or {})}
+    return {**config, "server": {**server, "mlflow_tracking_uri": uri}, "tracking": tracking}, origin
