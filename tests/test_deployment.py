@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -88,7 +89,7 @@ def airflow_executable() -> str:
         return str(beside)
     pytest.skip("no Apache Airflow to run the generated DAG: set ICLFS_AIRFLOW to an `airflow` executable (3.x, "
                 "in its own venv: it does not install beside the project's pins) or make <project>/.venv-airflow "
-                "(.ci/run does: python3 -m venv .venv-airflow && .venv-airflow/bin/pip install apache-airflow==3.3.2)")
+                "with scripts/install-airflow.sh (.ci/run does)")
 
 
 def expression_table() -> pd.DataFrame:
@@ -340,3 +341,145 @@ def test_a_declared_source_refreshes_on_airflow_then_by_hand_with_another_method
     metrics = runs[-1].data.metrics
     assert metrics["table.features_dropped"] == 5 and metrics["table.features_added"] == 3, metrics
     assert metrics["table.samples_removed"] == 2 and metrics["samples"] == 28 and metrics["features"] == 118
+
+
+# --- the other steps of a deployment: the wheel, Airflow's install and the notebook --------------------------
+
+
+def scheduling_guide_block(heading: str, language: str = "bash") -> list[str]:
+    """The lines of the ``language`` blocks under ``heading`` in docs/guides/scheduling.md, in order."""
+    text = (PROJECT_ROOT / "docs" / "guides" / "scheduling.md").read_text()
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
+    return [line for block in re.findall(rf"```{language}\n(.*?)```", section, re.S)
+            for line in block.strip().splitlines()]
+
+
+# This interpreter as one where only the core was installed (the wheel without its extra): kedro cannot be imported.
+NO_KEDRO = """import sys
+class NoKedro:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "kedro":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, NoKedro())
+"""
+
+
+def test_the_packaged_job_says_what_to_install_and_where_its_sources_live(tmp_path):
+    """`kedro package`, the wheel installed as the guide says, then `iclfs`: without the kedro extra it names
+    the extra in one line; with it, a source that the archive cannot hold is refused naming conf/base.
+
+    The wheel is installed without its dependencies (--no-deps --target), on this interpreter's packages: the
+    step without the extra blocks kedro's import (a sitecustomize), where a real venv would not have it."""
+    install = [line for line in scheduling_guide_block("## 10. The packaged job") if "pip install" in line]
+    assert install and all("[kedro]" in line for line in install), install  # the guide's install names the extra
+    build = tmp_path / "build"
+    build.mkdir()
+    for item in ("src", "conf", "pyproject.toml", "README.md", "LICENSE"):
+        source = PROJECT_ROOT / item
+        if source.is_dir():
+            shutil.copytree(source, build / item, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "local"))
+        elif source.exists():
+            shutil.copy(source, build / item)
+    (build / "conf" / "local").mkdir()
+    logs = tmp_path / "logs"
+    succeeded(run([PYTHON, "-m", "kedro", "package"], build), "kedro package", logs)
+    (wheel,) = (build / "dist").glob("iclfs-*.whl")
+    archive = build / "dist" / "conf-iclfs.tar.gz"
+    site = tmp_path / "site"
+    succeeded(run([PYTHON, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)], tmp_path),
+              "pip install the wheel", logs)
+    entry = site / "bin" / "iclfs"
+    assert entry.is_file()  # the wheel's console script, as pip wrote it
+    job = tmp_path / "srv"
+    job.mkdir()
+
+    blocked = tmp_path / "no_kedro"
+    blocked.mkdir()
+    (blocked / "sitecustomize.py").write_text(NO_KEDRO)
+    done = run([str(entry), "--conf-source", str(archive), "--source", SOURCE], job,
+               environment(PYTHONPATH=f"{blocked}{os.pathsep}{site}"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "Error: the iclfs command runs the Kedro project, and kedro is not installed here: install iclfs with its "
+        "kedro extra, pip install 'iclfs[kedro]' (from a wheel: pip install 'iclfs-<version>-py3-none-any.whl"
+        "[kedro]'). The selector alone (from iclfs import ICLFSSelector) needs no extra."], done.stderr
+
+    done = run([str(entry), "--conf-source", str(archive), "--source", SOURCE], job,
+               environment(PYTHONPATH=str(site)))
+    assert done.returncode == 1, done.stdout + done.stderr
+    errors = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert errors[0].startswith(f"Error: data source {SOURCE!r} is not declared: declared sources: none yet. A conf "
+                                "archive holds no conf/local (kedro package leaves it out): declare it in "
+                                "conf/base/parameters_sources.yml before packaging"), errors[0]
+    assert not (job / "data").exists()
+
+
+def test_the_airflow_install_command_gives_an_airflow_home_without_example_dags(tmp_path):
+    """scripts/install-airflow.sh, as the scheduling guide runs it: a venv with Airflow and an airflow.env that
+    sets AIRFLOW_HOME inside it and turns the example DAGs off, so `airflow dags list` shows the project's DAG only.
+
+    The install itself takes minutes from the package index: with ICLFS_TEST_AIRFLOW_INSTALL=1 the test runs it
+    into tmp_path; otherwise it checks the venv the same script made for the deployment test (.ci/run)."""
+    steps = scheduling_guide_block("## 3. Run it on Airflow 3")
+    assert steps[0].split("#")[0].strip() == "scripts/install-airflow.sh", steps
+    assert steps[1].split("#")[0].strip() == "source .venv-airflow/airflow.env", steps
+    if os.environ.get("ICLFS_TEST_AIRFLOW_INSTALL") == "1":
+        venv = tmp_path / "venv airflow"  # a space: the env file must keep the path one word
+        succeeded(run(["bash", str(PROJECT_ROOT / "scripts" / "install-airflow.sh"), str(venv)], tmp_path),
+                  "install-airflow", tmp_path / "logs")
+    else:
+        venv = Path(airflow_executable()).parent.parent
+        if not (venv / "airflow.env").is_file():
+            pytest.skip(f"{venv} was not made by scripts/install-airflow.sh (no airflow.env): set "
+                        "ICLFS_TEST_AIRFLOW_INSTALL=1 to run the install here (minutes)")
+    project = tmp_path / "project"
+    local = copy_project(project)
+    write_table(project / "data/01_raw/expr.tsv.gz", expression_table())
+    (local / "parameters_sources.yml").write_text(yaml.safe_dump(README_SOURCE))
+    succeeded(run([PYTHON, "-m", "kedro", "dag", SOURCE], project), "kedro dag", tmp_path / "logs")
+    # the guide's two lines in one shell; the DAGs folder then pointed at this copy's (the env file names the
+    # project the script lives in)
+    script = (f"source {shlex.quote(str(venv / 'airflow.env'))} && "
+              'export AIRFLOW__CORE__DAGS_FOLDER="$PWD/airflow_dags" && '
+              'echo "home=$AIRFLOW_HOME examples=$AIRFLOW__CORE__LOAD_EXAMPLES airflow=$(command -v airflow)" && '
+              "airflow db migrate >/dev/null && airflow dags list --local -o json")
+    output = succeeded(run(["bash", "-c", script], project), "airflow dags list", tmp_path / "logs")
+    assert f"home={venv / 'home'} examples=False airflow={venv / 'bin' / 'airflow'}" in output, output
+    (listing,) = [line for line in output.splitlines() if line.startswith("[")]  # Airflow logs to stdout too
+    assert [dag["dag_id"] for dag in json.loads(listing)] == [f"iclfs_{SOURCE}"], output[-3000:]  # no examples
+
+
+def test_the_notebook_shows_the_method_it_is_given_not_the_newest_run(tmp_path):
+    """Two methods on one declared source, then notebooks/inspect_run.ipynb with ICLFS_DATA_SOURCE and ICLFS_METHOD
+    set: it shows ICLFS's latest run (though NDFS ran last), and counts the members its list combined."""
+    import nbformat
+
+    project = tmp_path / "project"
+    local = copy_project(project)
+    write_table(project / "data/01_raw/expr.tsv.gz", expression_table())
+    (local / "parameters_sources.yml").write_text(yaml.safe_dump(README_SOURCE))
+    (local / "parameters.yml").write_text(yaml.safe_dump(FAST))
+    logs = tmp_path / "logs"
+    for method in ("iclfs", "iclfs", "ndfs"):  # two ICLFS refreshes (2 members combined), then NDFS
+        extra = ["--params", "selection.n_clusters=3"] if method == "ndfs" else []
+        succeeded(run([PYTHON, "-m", "iclfs", "--source", SOURCE, "--method", method, *extra], project),
+                  f"iclfs {method}", logs)
+    notebook = nbformat.read(PROJECT_ROOT / "notebooks" / "inspect_run.ipynb", as_version=4)
+    (project / "notebooks").mkdir()
+    code = "\n".join(["import matplotlib", "matplotlib.use('Agg')",
+                      *(cell.source for cell in notebook.cells if cell.cell_type == "code"),
+                      "import json",
+                      "print('RESULT', json.dumps({'method': method, 'combined': combined, 'trained': trained, "
+                      "'version': version, 'report': str(report_path)}))"])
+    (project / "notebooks" / "run_all.py").write_text(code)
+    output = succeeded(run([PYTHON, "run_all.py"], project / "notebooks",
+                           environment(ICLFS_DATA_SOURCE=SOURCE, ICLFS_METHOD="iclfs", MPLBACKEND="Agg")),
+                       "the notebook", logs)
+    result = json.loads(output.split("RESULT ", 1)[1].splitlines()[0])
+    runs = versions(project, f"08_reporting/{SOURCE}/run_record.json")  # the three runs, oldest first
+    assert result["method"] == "ICLFS", result  # not NDFS, the newest run
+    assert result["version"] == Path(os.readlink(project / f"data/latest/{SOURCE}/iclfs")).name == runs[1]
+    assert (result["combined"], result["trained"]) == (2, 1), result
+    assert f"/{result['version']}/" in result["report"]
+
