@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import shutil
 import warnings
 from pathlib import Path
 
@@ -36,6 +37,25 @@ FAST_OVERRIDES = {
 }
 # Several members that still take seconds: three 2-epoch members on half the samples.
 CONSENSUS_OVERRIDES = {"members": {"per_run": 3, "epochs": 2, "subsample": 0.5}}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def conf_of_their_own(tmp_path_factory) -> Path:
+    """Tests run on a conf of their own, never the developer's ``conf/local``: the session works in a copy of the
+    project (its conf/ with an empty local/, pyproject.toml, and ``../shared`` beside it as beside the checkout), so
+    what reads ``./conf`` (the pipeline registry, the Dask conf, a command run without ``cwd``) reads the copy. A
+    source with a bad name declared in one's own conf/local fails no test."""
+    base = tmp_path_factory.mktemp("session")
+    home = base / "project"
+    shutil.copytree(PROJECT_ROOT / "conf", home / "conf", ignore=shutil.ignore_patterns("local"))
+    (home / "conf" / "local").mkdir()
+    shutil.copy(PROJECT_ROOT / "pyproject.toml", home / "pyproject.toml")
+    if SHARED_DATASETS.parent.is_dir():  # conf/base's benchmark.folders are ../shared/...
+        (base / "shared").symlink_to(SHARED_DATASETS.parent, target_is_directory=True)
+    before = Path.cwd()
+    os.chdir(home)
+    yield home
+    os.chdir(before)
 
 
 def config_loader(conf: Path = PROJECT_ROOT / "conf", env: str = "base"):

@@ -137,8 +137,8 @@ def leases(project: Path) -> dict[int, str]:
     """``{pid: run version}`` of the runs that hold a lease on data source t (the lease file holds its pid)."""
     folder = project / "data" / RECORDS / ".running"
     found = {}
-    for path in folder.glob("*") if folder.is_dir() else []:
-        with contextlib.suppress(OSError, ValueError):
+    for path in folder.glob("[!.]*") if folder.is_dir() else []:  # not a lease being taken (.<version>.<pid>.taking)
+        with contextlib.suppress(OSError, ValueError, IndexError):  # gone meanwhile, or (before 0.3) not yet written
             found[int(path.read_text().split()[0])] = path.name
     return found
 

@@ -31,6 +31,11 @@ def content(name: str, version: str) -> str:
     return f"{name} of the run {version}\n" + "rank,feature_name\n" * 50
 
 
+def listed(folder: Path) -> list[str]:
+    """The files a reader of the latest sees: not the project's own bookkeeping (dot files)."""
+    return sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
+
+
 @pytest.fixture
 def data(tmp_path) -> Path:
     return tmp_path / "data"
@@ -43,7 +48,7 @@ def test_the_link_points_to_the_newest_versions_folder_with_the_runs_files(tmp_p
     assert link.is_symlink()
     assert os.readlink(link) == os.path.join(".iclfs", VERSIONS[0])
     assert link.resolve() == (data / "latest" / "expr" / ".iclfs" / VERSIONS[0]).resolve()
-    assert sorted(p.name for p in link.iterdir()) == ["feature_list.csv", "run_record.json"]
+    assert listed(link) == ["feature_list.csv", "run_record.json"]
     assert (link / "feature_list.csv").read_text() == content("feature_list.csv", VERSIONS[0])
     # hard links to the run's own files, not copies
     assert (link / "feature_list.csv").stat().st_ino == files["feature_list"].stat().st_ino
@@ -139,7 +144,7 @@ def test_without_symlinks_the_latest_is_a_folder_of_copies_replaced_file_by_file
     first = run_files(tmp_path, VERSIONS[0])
     link = publish(data, "expr", "iclfs", VERSIONS[0], first)
     assert link.is_dir() and not link.is_symlink()
-    assert sorted(p.name for p in link.iterdir()) == [".version", "feature_list.csv", "run_record.json"]
+    assert listed(link) == ["feature_list.csv", "run_record.json"] and (link / ".version").is_file()
     assert (link / "feature_list.csv").read_text() == content("feature_list.csv", VERSIONS[0])
     assert (link / "feature_list.csv").stat().st_ino != first["feature_list"].stat().st_ino  # a copy
     with (link / "feature_list.csv").open() as opened_before:
@@ -147,7 +152,8 @@ def test_without_symlinks_the_latest_is_a_folder_of_copies_replaced_file_by_file
         assert opened_before.read() == content("feature_list.csv", VERSIONS[0])  # replaced, not rewritten
     assert (link / "feature_list.csv").read_text() == content("feature_list.csv", VERSIONS[1])
     assert (link / "run_record.json").read_text() == content("run_record.json", VERSIONS[1])
-    assert sorted(p.name for p in link.iterdir()) == [".version", "feature_list.csv", "run_record.json"]  # no .partial left
+    assert sorted(p.name for p in link.iterdir()) == [".published", ".version", "feature_list.csv",
+                                                      "run_record.json"]  # no .partial left
     # the first run's own file was never written through the copy
     assert first["feature_list"].read_text() == content("feature_list.csv", VERSIONS[0])
 
@@ -173,18 +179,134 @@ def test_without_symlinks_the_latest_holds_only_the_newest_runs_files(tmp_path, 
     publish(data, "expr", "iclfs", VERSIONS[0],
             run_files(tmp_path, VERSIONS[0], ("feature_list.csv", "evaluation_table.csv", "run_record.json")))
     link = publish(data, "expr", "iclfs", VERSIONS[1], run_files(tmp_path, VERSIONS[1]))
-    assert sorted(p.name for p in link.iterdir()) == [".version", "feature_list.csv", "run_record.json"]
+    assert listed(link) == ["feature_list.csv", "run_record.json"] and (link / ".version").is_file()
 
 
 def test_with_symlinks_the_latest_holds_only_the_newest_runs_files(tmp_path, data):
     publish(data, "expr", "iclfs", VERSIONS[0],
             run_files(tmp_path, VERSIONS[0], ("feature_list.csv", "evaluation_table.csv", "run_record.json")))
     link = publish(data, "expr", "iclfs", VERSIONS[1], run_files(tmp_path, VERSIONS[1]))
-    assert sorted(p.name for p in link.iterdir()) == ["feature_list.csv", "run_record.json"]
+    assert listed(link) == ["feature_list.csv", "run_record.json"]
 
 
 def test_a_file_the_run_did_not_write_is_left_out(tmp_path, data):
     files = run_files(tmp_path, VERSIONS[0])
     files["report"] = tmp_path / "runs" / "never_written.html"
     link = publish(data, "expr", "iclfs", VERSIONS[0], files)
-    assert sorted(p.name for p in link.iterdir()) == ["feature_list.csv", "run_record.json"]
+    assert listed(link) == ["feature_list.csv", "run_record.json"]
+
+
+# -- what the switch did not make: never followed, never deleted (issue 58, the latest folder) ----------------------
+
+
+def test_a_planted_link_is_never_followed_and_is_replaced_by_the_projects(tmp_path, data, caplog):
+    """A link at data/latest/expr/iclfs to a folder outside, whose name sorts after every version: not taken for a
+    newer run; replaced by the project's own link, its target untouched; later runs switch too."""
+    outside = tmp_path / "outside" / "9999-zz"
+    outside.mkdir(parents=True)
+    (outside / "feature_list.csv").write_text("planted\n")
+    link = latest_folder(data, "expr", "iclfs")
+    link.parent.mkdir(parents=True)
+    os.symlink(outside, link)
+    assert publish(data, "expr", "iclfs", VERSIONS[0], run_files(tmp_path, VERSIONS[0])) == link
+    assert os.readlink(link) == os.path.join(".iclfs", VERSIONS[0])
+    assert (outside / "feature_list.csv").read_text() == "planted\n" and listed(outside) == ["feature_list.csv"]
+    assert any(f"{link} was a symbolic link iclfs did not make (to {outside})" in r.getMessage()
+               for r in caplog.records)
+    publish(data, "expr", "iclfs", VERSIONS[1], run_files(tmp_path, VERSIONS[1]))
+    assert (link / "feature_list.csv").read_text() == content("feature_list.csv", VERSIONS[1])
+
+
+def test_a_planted_link_in_place_of_the_versions_folder_is_refused(tmp_path, data):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (data / "latest" / "expr").mkdir(parents=True)
+    os.symlink(outside, data / "latest" / "expr" / ".iclfs")
+    with pytest.raises(_latest.LatestError, match=r"\.iclfs is a symbolic link .* that iclfs did not make: remove it"):
+        publish(data, "expr", "iclfs", VERSIONS[0], run_files(tmp_path, VERSIONS[0]))
+    assert listed(outside) == []
+
+
+def test_a_folder_the_project_did_not_make_is_refused_and_its_files_kept(tmp_path, data):
+    link = latest_folder(data, "expr", "iclfs")
+    link.mkdir(parents=True)
+    (link / "NOTES.txt").write_text("mine\n")
+    assert _latest.latest_problem(data, "expr", "iclfs") == (
+        f"{link} is a folder iclfs did not make, and it holds 'NOTES.txt': move it out of {link.parent} (iclfs "
+        "publishes each run's list there, and deletes nothing it did not write)")
+    with pytest.raises(_latest.LatestError, match="NOTES.txt"):
+        publish(data, "expr", "iclfs", VERSIONS[0], run_files(tmp_path, VERSIONS[0]))
+    assert (link / "NOTES.txt").read_text() == "mine\n" and listed(link) == ["NOTES.txt"]
+
+
+def test_an_empty_folder_in_place_of_the_link_is_replaced(tmp_path, data):
+    latest_folder(data, "expr", "iclfs").mkdir(parents=True)
+    link = publish(data, "expr", "iclfs", VERSIONS[0], run_files(tmp_path, VERSIONS[0]))
+    assert link.is_symlink()
+
+
+def test_a_users_file_written_through_the_link_is_kept_when_its_folder_is_pruned(tmp_path, data, caplog):
+    link = publish(data, "expr", "iclfs", VERSIONS[0], run_files(tmp_path, VERSIONS[0]))
+    (link / "NOTES.txt").write_text("mine\n")  # lands in .iclfs/<first version>/
+    for version in VERSIONS[1:5]:
+        publish(data, "expr", "iclfs", version, run_files(tmp_path, version))
+    kept = data / "latest" / "expr" / ".iclfs" / VERSIONS[0]
+    assert listed(kept) == ["NOTES.txt"] and (kept / "NOTES.txt").read_text() == "mine\n"
+    assert [r.getMessage() for r in caplog.records if "which iclfs did not write" in r.getMessage()] == [
+        f"kept {kept}: it holds NOTES.txt, which iclfs did not write"]  # named once, then left alone
+    assert sorted(p.name for p in kept.parent.iterdir()) == [VERSIONS[0], *VERSIONS[2:5]]
+
+
+def test_without_symlinks_a_users_file_in_the_folder_of_copies_is_kept(tmp_path, data, no_symlinks):
+    link = publish(data, "expr", "iclfs", VERSIONS[0], run_files(tmp_path, VERSIONS[0]))
+    (link / "NOTES.txt").write_text("mine\n")
+    publish(data, "expr", "iclfs", VERSIONS[1], run_files(tmp_path, VERSIONS[1], ("feature_list.csv",)))
+    assert listed(link) == ["NOTES.txt", "feature_list.csv"]  # the first run's record went, the note stays
+
+
+def test_a_read_only_source_folder_is_named_before_the_run(tmp_path, data):
+    publish(data, "expr", "iclfs", VERSIONS[0], run_files(tmp_path, VERSIONS[0]))
+    folder = data / "latest" / "expr"
+    from tests.pipelines.test_faults import read_only
+
+    with read_only(folder, 0o555):
+        problem = _latest.latest_problem(data, "expr", "iclfs")
+    assert problem is not None and problem.startswith(f"{folder} is not writable (")
+    assert problem.endswith(f"iclfs publishes the latest list under {folder}; make it writable")
+
+
+def test_a_stop_before_the_switch_leaves_the_latest_and_no_folder(tmp_path, data):
+    publish(data, "expr", "iclfs", VERSIONS[0], run_files(tmp_path, VERSIONS[0]))
+
+    class Stopped(Exception):
+        pass
+
+    def stop():
+        raise Stopped
+
+    with pytest.raises(Stopped):
+        publish(data, "expr", "iclfs", VERSIONS[1], run_files(tmp_path, VERSIONS[1]), before_switch=stop)
+    link = latest_folder(data, "expr", "iclfs")
+    assert os.readlink(link) == os.path.join(".iclfs", VERSIONS[0])
+    assert sorted(p.name for p in (data / "latest" / "expr" / ".iclfs").iterdir()) == [VERSIONS[0]]  # no .partial
+
+
+def test_a_write_that_fails_names_the_file_under_latest_and_leaves_nothing(tmp_path, data, monkeypatch):
+    """ENOSPC injected into the copy (a disk without hard links, then full): the file named is the one written
+    under data/latest, not the run's own that was read."""
+    import errno
+
+    publish(data, "expr", "iclfs", VERSIONS[0], run_files(tmp_path, VERSIONS[0]))
+    monkeypatch.setattr(_latest.os, "link", lambda *a: (_ for _ in ()).throw(OSError(errno.EXDEV, "cross-device")))
+
+    def full(source, target, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(source), None, str(target))
+
+    monkeypatch.setattr(_latest.shutil, "copy2", full)
+    with pytest.raises(_latest.LatestError) as raised:
+        publish(data, "expr", "iclfs", VERSIONS[1], run_files(tmp_path, VERSIONS[1]))
+    store = data / "latest" / "expr" / ".iclfs"
+    assert str(raised.value) == (f"the disk is full writing {store / f'.{VERSIONS[1]}.partial' / 'feature_list.csv'} "
+                                 f"(under {store.parent}); the latest list stays on the previous run")
+    assert sorted(p.name for p in store.iterdir()) == [VERSIONS[0]]
+    assert os.readlink(latest_folder(data, "expr", "iclfs")) == os.path.join(".iclfs", VERSIONS[0])

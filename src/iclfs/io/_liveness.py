@@ -68,16 +68,20 @@ class Lease:
         self._handle = None
 
     def take(self) -> None:
+        """Hold the lease. The file appears whole: written (the pid) and locked under a name of its own, then
+        renamed into place, so no reader ever finds it empty or unlocked (it would read a running run as dead)."""
         try:
             import fcntl
         except ImportError:  # pragma: no cover
             fcntl = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._handle = open(self.path, "a+")  # noqa: SIM115  (held until release: that is the lease)
+        making = self.path.with_name(f".{self.path.name}.{os.getpid()}.taking")
+        self._handle = open(making, "w")  # noqa: SIM115  (held until release: that is the lease)
         if fcntl is not None:
             fcntl.flock(self._handle, fcntl.LOCK_EX)
         self._handle.write(f"{os.getpid()}\n")
         self._handle.flush()
+        os.replace(making, self.path)  # the lock is the open file's: it moves with the name
 
     def release(self) -> None:
         if self._handle is None:

@@ -1,16 +1,17 @@
-"""Project hooks.
+"""The run's lifecycle: one hook, its steps in the order written here.
 
-:class:`ParameterCheckHook` builds every parameter section (:class:`iclfs.method._config.Settings`)
-before the first node runs, so a bad value stops the run before anything is written.
-
-:class:`OutputPreflightHook` checks, before the first node runs, that every
-local file a pipeline will write can be created, so an unwritable folder
-fails the run up front with the dataset and folder named.
-
-:class:`RunSummaryHook` logs what the run selected, where it is, and what changed.
-
-The MLflow run is :class:`iclfs.project._tracking.TrackingHook`'s; the run records
-:class:`iclfs.project._runs.RunRecordHook`'s.
+:class:`LifecycleHook` is the project's only Kedro hook besides tracking's. Before
+the run: the checks (:func:`check_parameters`, then :func:`check_outputs`,
+which covers ``data/latest``), so a refused run writes nothing and starts no
+MLflow run; then every other hook's (tracking checks its store); then
+:meth:`iclfs.project._runs.Run.begin`: the lease, what killed runs left, a stage
+run's pinned inputs, the stop signals. After the run:
+:meth:`~iclfs.project._runs.Run.finish` (the run record, then the latest
+switch: the run is complete), then the other hooks' (tracking logs a
+published run), then the run summary. On an error: the run's versions are
+removed. Ordering against other plugins' hooks is by pluggy's wrappers
+(``wrapper=True``), never by ``tryfirst``/``trylast``: a wrapper's code before
+its ``yield`` runs before every other hook, after it, after them.
 """
 
 from __future__ import annotations
@@ -26,8 +27,68 @@ from kedro.io import AbstractVersionedDataset
 
 from iclfs.io._kedro import artifact_folder, save_version, version_file
 
+from ._latest import latest_problem
+from ._logs import plain_off_terminal
+from ._runs import RECORD, Run, data_folder
+
 LOGGER = logging.getLogger(__name__)
 METADATA_KEY = "mlflow_artifact_path"
+
+
+class LifecycleHook:
+    """The run's lifecycle (module docstring)."""
+
+    def __init__(self) -> None:
+        self._run: Run | None = None
+
+    @hook_impl
+    def after_context_created(self, context: Any) -> None:
+        plain_off_terminal()
+
+    @hook_impl(wrapper=True)
+    def before_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any):
+        self._run = None
+        check_parameters(run_params, pipeline, catalog)
+        check_outputs(pipeline, catalog)
+        result = yield  # the other hooks': tracking checks its store
+        self._run = Run.begin(pipeline, catalog)
+        return result
+
+    @hook_impl(wrapper=True)
+    def after_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any):
+        run, self._run = self._run, None
+        if run is not None:
+            try:
+                run.finish(run_params, pipeline, catalog)
+            except BaseException:
+                _fail_tracking(run.version)  # not complete: its MLflow run must not read FINISHED or RUNNING
+                raise
+        result = yield  # the other hooks': tracking logs the run, complete and published
+        log_summary(pipeline, catalog)
+        return result
+
+    @hook_impl
+    def on_pipeline_error(self, error: Exception, run_params: dict, pipeline: Any, catalog: Any) -> None:
+        run, self._run = self._run, None
+        if run is not None:
+            run.fail(error, pipeline, catalog)
+
+
+def _fail_tracking(version: str) -> None:
+    """Mark this run's MLflow run FAILED: still open (the other hooks were not called), or closed FINISHED by the
+    tracking hook before the record and the switch failed. Only a run tagged with this run's version."""
+    mlflow = sys.modules.get("mlflow")
+    if mlflow is None:  # tracking is not in use
+        return
+    try:
+        run = mlflow.active_run() or mlflow.last_active_run()
+        if run is None or mlflow.get_run(run.info.run_id).data.tags.get("version") != version:
+            return
+        while mlflow.active_run() is not None:
+            mlflow.end_run("FAILED")
+        mlflow.MlflowClient().set_terminated(run.info.run_id, "FAILED")
+    except Exception as err:  # noqa: BLE001  (the run's own error is the one to tell)
+        LOGGER.warning("the MLflow run of this run could not be marked FAILED: %s", str(err)[:300])
 
 
 #: Parameters a run takes only through ``--params`` (or a declared source): the input and how to read it, its
@@ -48,7 +109,7 @@ def check_parameter_names(parameters: dict) -> None:
         raise ParameterError(f"unknown parameter(s) {hints}; known: {', '.join(known)}")
 
 
-class ParameterCheckHook:
+def check_parameters(run_params: dict, pipeline: Any, catalog: Any) -> None:
     """Refuse to start a run whose parameters, device or input are wrong, before anything is written.
 
     Every section and key (an unknown one is named with the nearest that
@@ -56,31 +117,28 @@ class ParameterCheckHook:
     run, an empty ``input=``, and the input file's existence and kind. A run
     on the embedded synthetic table says so.
     """
+    from iclfs import baselines
+    from iclfs.chain import check_runtime
+    from iclfs.method._config import ParameterError, Settings
 
-    @hook_impl(tryfirst=True)
-    def before_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
-        from iclfs import baselines
-        from iclfs.chain import check_runtime
-        from iclfs.method._config import ParameterError, Settings
-
-        parameters = catalog.load("parameters")
-        check_parameter_names(parameters)
-        settings = Settings.from_parameters(parameters)
-        for key, options in (parameters.get("baselines") or {}).items():
-            baselines.options_of(key, options)
-        baselines.check_method(settings.selection.method, settings.selection.n_clusters)
-        check_runtime(settings)
-        given = run_params.get("runtime_params") or {}
-        if "input" in given and given["input"] in (None, ""):
-            raise ParameterError("input is empty (--params input=): give the table's path, e.g. --params "
-                                 "input=data/01_raw/expr.tsv; leave input out to run on the embedded synthetic table")
-        if "raw_data" in pipeline.inputs() and "raw_data" in catalog:
-            raw = catalog.get("raw_data")
-            if hasattr(raw, "check"):
-                raw.check()
-            if getattr(raw, "embedded", False):
-                LOGGER.warning("No input given (--params input=path/to/table): this run selects from the embedded "
-                               "synthetic table.")
+    parameters = catalog.load("parameters")
+    check_parameter_names(parameters)
+    settings = Settings.from_parameters(parameters)
+    for key, options in (parameters.get("baselines") or {}).items():
+        baselines.options_of(key, options)
+    baselines.check_method(settings.selection.method, settings.selection.n_clusters)
+    check_runtime(settings)
+    given = run_params.get("runtime_params") or {}
+    if "input" in given and given["input"] in (None, ""):
+        raise ParameterError("input is empty (--params input=): give the table's path, e.g. --params "
+                             "input=data/01_raw/expr.tsv; leave input out to run on the embedded synthetic table")
+    if "raw_data" in pipeline.inputs() and "raw_data" in catalog:
+        raw = catalog.get("raw_data")
+        if hasattr(raw, "check"):
+            raw.check()
+        if getattr(raw, "embedded", False):
+            LOGGER.warning("No input given (--params input=path/to/table): this run selects from the embedded "
+                           "synthetic table.")
 
 
 def saved_path(dataset: Any) -> Path | None:
@@ -110,32 +168,37 @@ def _blocking_problem(directory: Path) -> str | None:
     return None
 
 
-class OutputPreflightHook:
-    """Refuse to start a run whose local outputs cannot be written."""
-
-    @hook_impl
-    def before_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
-        problems = []
-        for name in sorted(pipeline.all_outputs()):
-            dataset = catalog.get(name) if name in catalog else None
-            filepath = getattr(dataset, "_filepath", None)
-            if filepath is None or getattr(dataset, "_protocol", "file") not in ("file", "local"):
-                continue
-            problem = _blocking_problem(Path(str(PurePosixPath(filepath))).parent)
-            if problem is None and hasattr(dataset, "writable_problem"):  # the member history: its folders, lock
-                problem = dataset.writable_problem()
-            if problem:
-                problems.append(f"{name} ({filepath}): {problem}")
-        if problems:
-            raise OutputNotWritableError(
-                "these outputs cannot be written, so the run was not started:\n  " + "\n  ".join(problems)
-            )
+def check_outputs(pipeline: Any, catalog: Any) -> None:
+    """Refuse to start a run whose local outputs cannot be written, its latest list included, naming each."""
+    problems = []
+    for name in sorted(pipeline.all_outputs()):
+        dataset = catalog.get(name) if name in catalog else None
+        filepath = getattr(dataset, "_filepath", None)
+        if filepath is None or getattr(dataset, "_protocol", "file") not in ("file", "local"):
+            continue
+        problem = _blocking_problem(Path(str(PurePosixPath(filepath))).parent)
+        if problem is None and hasattr(dataset, "writable_problem"):  # the member history: its folders, lock
+            problem = dataset.writable_problem()
+        if problem:
+            problems.append(f"{name} ({filepath}): {problem}")
+    if "feature_list" in pipeline.all_outputs() and RECORD in catalog:  # the run will publish its list
+        source = artifact_folder(catalog.get(RECORD)).parent.name
+        method = (catalog.load("parameters").get("selection") or {}).get("method") or "iclfs"
+        problem = latest_problem(data_folder(catalog), source, str(method))
+        if problem:
+            problems.append(f"the latest list: {problem}")
+    if len(problems) == 1:
+        raise OutputNotWritableError(f"{problems[0]}; the run was not started")
+    if problems:
+        raise OutputNotWritableError(
+            "these outputs cannot be written, so the run was not started:\n  " + "\n  ".join(problems)
+        )
 
 
 SUMMARY = logging.getLogger("iclfs.summary")
 
 
-class RunSummaryHook:
+def log_summary(pipeline: Any, catalog: Any) -> None:
     """At the end of every run, a short block in the log: what was selected, where it is, what changed.
 
     It goes to the ``iclfs.summary`` logger, which ``conf/logging.yml`` sends
@@ -147,27 +210,24 @@ class RunSummaryHook:
     why, the list's path and its first ten features, the best k and accuracy
     when labels exist, and the overlap with the previous run.
     """
-
-    @hook_impl(trylast=True)  # after the run record and the latest list
-    def after_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
-        try:
-            lines = summary_lines(pipeline.all_outputs(), catalog)
-        except Exception as err:  # a summary must never turn a finished run into a failed one
-            LOGGER.debug("no run summary: %s", err)
-            return
-        if not lines:
-            return
-        if not SUMMARY.handlers:  # conf/logging.yml not read (a packaged job's Kedro logging): plain stdout lines
-            handler = logging.StreamHandler(sys.stdout)
-            handler.setFormatter(logging.Formatter("%(message)s"))
-            SUMMARY.addHandler(handler)
-            SUMMARY.propagate = False
-            SUMMARY.setLevel(logging.INFO)
-        SUMMARY.info("Run summary")
-        for line in lines:
-            SUMMARY.info("  %s", line)
-            if line.startswith("WARNING: "):
-                LOGGER.warning("%s", line[len("WARNING: "):])
+    try:
+        lines = summary_lines(pipeline.all_outputs(), catalog)
+    except Exception as err:  # a summary must never turn a finished run into a failed one
+        LOGGER.debug("no run summary: %s", err)
+        return
+    if not lines:
+        return
+    if not SUMMARY.handlers:  # conf/logging.yml not read (a packaged job's Kedro logging): plain stdout lines
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        SUMMARY.addHandler(handler)
+        SUMMARY.propagate = False
+        SUMMARY.setLevel(logging.INFO)
+    SUMMARY.info("Run summary")
+    for line in lines:
+        SUMMARY.info("  %s", line)
+        if line.startswith("WARNING: "):
+            LOGGER.warning("%s", line[len("WARNING: "):])
 
 
 def _load(catalog: Any, name: str, outputs: set) -> Any:
@@ -244,8 +304,8 @@ def concurrency_lines(catalog: Any) -> list[str]:
     if "run_record" in catalog:
         record = catalog.get("run_record")
         records, own = Path(str(artifact_folder(record))), save_version(record)
-        running = sorted(p.name for p in (records / RUNNING).glob("*")
-                         if p.name != own and state(records, p.name) == ALIVE) if (records / RUNNING).is_dir() else []
+        leases = (records / RUNNING).glob("[!.]*") if (records / RUNNING).is_dir() else []  # not one being taken
+        running = sorted(p.name for p in leases if p.name != own and state(records, p.name) == ALIVE)
         if running:
             lines.append(f"{len(running)} other run(s) on this data source still run ({', '.join(running)}): their "
                          "members join the member history when they publish")

@@ -1,21 +1,26 @@
 """The console's log lines: Kedro's rich output on a terminal, plain unwrapped lines anywhere else.
 
 A scheduled job writes its log to a file or a pipe, where rich's panels wrap
-every line at 80 columns; there :class:`PlainLogsHook` puts a plain handler
+every line at 80 columns; there :func:`plain_off_terminal` puts a plain handler
 in place of the rich one, each record one line, whole, with its time and
-level. (Kedro only builds logging classes of its own allow-list from
-``conf/logging.yml``, so the switch is a hook.)
+level (inside an Airflow task, whose logger stamps each line, without the time). (Kedro only builds logging classes of its own allow-list from
+``conf/logging.yml``, so the lifecycle hook makes the switch.)
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
-from typing import Any
-
-from kedro.framework.hooks import hook_impl
 
 PLAIN = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+#: Inside an Airflow task, whose logger puts its own time and level before every line the task prints.
+IN_AIRFLOW = "%(levelname)s %(name)s: %(message)s"
+
+
+def in_airflow() -> bool:
+    """Whether this process is an Airflow task's (Airflow sets ``AIRFLOW_CTX_DAG_ID`` for the command it runs)."""
+    return bool(os.environ.get("AIRFLOW_CTX_DAG_ID"))
 
 
 def on_terminal(stream=None) -> bool:
@@ -35,14 +40,8 @@ def plain_off_terminal(logger: logging.Logger | None = None) -> bool:
         logger.removeHandler(handler)
         plain = logging.StreamHandler(sys.stderr)
         plain.setLevel(handler.level)
-        plain.setFormatter(logging.Formatter(PLAIN, "%Y-%m-%d %H:%M:%S"))
+        # inside Airflow its own prefix carries the time: one prefix a line, not two
+        plain.setFormatter(logging.Formatter(IN_AIRFLOW) if in_airflow() else logging.Formatter(PLAIN,
+                                                                                                "%Y-%m-%d %H:%M:%S"))
         logger.addHandler(plain)
     return bool(rich)
-
-
-class PlainLogsHook:
-    """:func:`plain_off_terminal` as soon as the project's context exists (module docstring)."""
-
-    @hook_impl
-    def after_context_created(self, context: Any) -> None:
-        plain_off_terminal()

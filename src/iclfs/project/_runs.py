@@ -1,7 +1,7 @@
 """Runs a stage can trust: a record of every complete run, and stage runs that combine one run's versions.
 
 Every artifact version is a run's: its version folder is the run's id (the
-session's save version). When a run ends well, :class:`RunRecordHook` writes
+session's save version). When a run ends well, :meth:`Run.finish` writes
 its **run record** (``run_record.json``, versioned like every artifact): the
 pipeline, the input file and its fingerprint, each artifact it wrote (version
 and SHA-256) and each artifact it read from an earlier run. A run that fails
@@ -23,19 +23,18 @@ from __future__ import annotations
 import hashlib
 import logging
 import shutil
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from kedro.framework.hooks import hook_impl
 from kedro.io import AbstractVersionedDataset
 
 from iclfs.io._kedro import artifact_folder, pin_load_version, save_version, version_file
+from iclfs.io._liveness import DEAD, RUNNING, Lease, dead_versions, state
 from iclfs.io.datasets._versioned import VersionedArtifact
 
-from iclfs.io._liveness import DEAD, RUNNING, Lease, dead_versions, state
-
-from ._latest import publish
+from ._latest import LatestError, publish
 
 LOGGER = logging.getLogger(__name__)
 RECORD = "run_record"
@@ -101,17 +100,28 @@ def read_records(record: AbstractVersionedDataset) -> list[dict]:
     return records
 
 
-def choose_versions(needed: list[str], records: list[dict], source: str = "this data source"
-                    ) -> dict[str, tuple[str, dict]]:
+def choose_versions(needed: list[str], records: list[dict], source: str = "this data source",
+                    present: Callable[[str, str], bool] | None = None) -> dict[str, tuple[str, dict]]:
     """For each needed artifact, the newest complete run that wrote it: ``{name: (version, record)}``.
 
+    ``present(name, version)`` says whether that version is still on disk; a
+    version whose folder was deleted (as a refusal's message suggests) is
+    passed over for the complete run before it.
+
     Raises :class:`RunRecordError` when one was never written by a complete
-    run, or when the chosen runs worked on different tables (their input
-    fingerprints differ: one run's scores would be read with another's names).
+    run, or is deleted from every run that wrote it, or when the chosen runs
+    worked on different tables (their input fingerprints differ: one run's
+    scores would be read with another's names).
     """
     chosen = {}
     for name in needed:
-        run = next((r for r in records if name in r.get("wrote", {})), None)
+        wrote = [r for r in records if name in r.get("wrote", {})]
+        run = next((r for r in wrote if present is None or present(name, r["wrote"][name]["version"])), None)
+        if run is None and wrote:
+            raise RunRecordError(
+                f"data source {source!r}: {name} is deleted from every complete run that wrote it (the newest: "
+                f"{wrote[0]['wrote'][name]['version']}), and this pipeline reads it. Run the stage that writes {name} "
+                "first (or kedro run --pipelines select)")
         if run is None:
             raise RunRecordError(
                 f"data source {source!r}: no complete run wrote {name}, which this pipeline reads. Run the stages "
@@ -139,44 +149,112 @@ class RunStopped(Exception):  # noqa: N818  (a stop, not an error of the run's)
                          "nothing of it is read by a later run")
 
 
-class RunRecordHook:
-    """Write each complete run's record; pin a stage run's inputs to one run's versions; clean a failed run.
+class PublishError(RunRecordError):
+    """A run's list could not be published under ``data/latest``; the run's versions were removed."""
 
-    While a run runs it holds its lease (:mod:`iclfs.io._liveness`), so a run
-    on the same data source tells it from a killed one. A run starts by
-    removing what killed runs left (versions with no record and no lease
-    held), and a stopped run (SIGTERM, SIGINT) removes its own versions, as a
-    failed one does.
+
+class StopSignals:
+    """SIGTERM and SIGINT, while a run runs, stop it through :class:`RunStopped` (only in the main thread, where
+    Python handles signals).
+
+    While the nodes run, the stop is raised at once, so Kedro calls
+    ``on_pipeline_error``. Once they are done (:meth:`defer`) a signal is
+    noted and raised at :meth:`check`, the points between the record and the
+    latest switch where the run can still be undone whole; one that comes after
+    the switch finds the run complete.
     """
 
     def __init__(self) -> None:
-        self._inherited: str | None = None  # the table fingerprint a stage run's inputs come from
-        self._lease: Lease | None = None
         self._handlers: dict = {}
+        self._deferred = False
+        self.caught: str | None = None
 
-    @hook_impl(trylast=True)  # after every check: a refused run takes no lease
-    def before_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
-        self._inherited = None
-        if RECORD not in catalog:
+    def arm(self) -> None:
+        import signal
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
             return
+
+        def stop(number: int, frame: Any) -> None:
+            name = signal.Signals(number).name
+            if not self._deferred:
+                raise RunStopped(name)
+            self.caught = self.caught or name
+
+        for number in (signal.SIGTERM, signal.SIGINT):
+            try:
+                self._handlers[number] = signal.signal(number, stop)
+            except (OSError, ValueError):
+                continue
+
+    def defer(self) -> None:
+        self._deferred = True
+
+    def check(self) -> None:
+        """Raise the noted stop, if any."""
+        if self.caught is not None:
+            raise RunStopped(self.caught)
+
+    def disarm(self) -> str | None:
+        """Put the handlers back; the stop noted and not raised, if any."""
+        import signal
+
+        for number, handler in self._handlers.items():
+            try:
+                signal.signal(number, handler)
+            except (OSError, ValueError):
+                continue
+        self._handlers = {}
+        return self.caught
+
+
+class Run:
+    """One run on a data source, from its lease to its published list (:class:`iclfs.project._hooks.LifecycleHook`
+    calls these steps in order).
+
+    :meth:`begin` takes the run's lease (:mod:`iclfs.io._liveness`), so a run
+    on the same data source tells it from a killed one; removes what killed
+    runs left (versions with no record and no lease held); pins a stage run's
+    inputs to one complete run's versions; and lets SIGTERM and SIGINT stop the
+    run. :meth:`finish` writes the run record and switches the latest list;
+    the run is complete when both are done, and if either fails or a stop comes
+    between them, both are undone with every version the run wrote.
+    :meth:`fail` removes a failed, refused or stopped run's versions.
+    """
+
+    def __init__(self, catalog: Any) -> None:
         record = catalog.get(RECORD)
-        self._lease = Lease(Path(str(artifact_folder(record))), save_version(record))
-        self._lease.take()
+        self.version = save_version(record)
+        self.source = _source(record)
+        self.records = Path(str(artifact_folder(record)))
+        self._inherited: str | None = None  # the table fingerprint a stage run's inputs come from
+        self._lease = Lease(self.records, self.version)
+        self._stop = StopSignals()
+
+    @classmethod
+    def begin(cls, pipeline: Any, catalog: Any) -> Run | None:
+        """Start the run (class docstring); None where the pipeline keeps no run records (the benchmark)."""
+        if RECORD not in catalog:
+            return None
+        run = cls(catalog)
+        run._lease.take()
         try:
-            clear_dead_runs(catalog, _source(record), save_version(record))
-            self._pin_inputs(pipeline, catalog)
+            clear_dead_runs(catalog, run.source, run.version)
+            run._pin_inputs(pipeline, catalog)
         except BaseException:
-            self._end()
+            run._end()
             raise
-        self._stop_on_signals()
+        run._stop.arm()
+        return run
 
     def _pin_inputs(self, pipeline: Any, catalog: Any) -> None:
         """A stage run reads one complete run's versions of its inputs, on one table, checked byte for byte."""
         needed = _artifacts(pipeline.inputs(), catalog)
         if not needed:
             return
-        record = catalog.get(RECORD)
-        chosen = choose_versions(sorted(needed), read_records(record), _source(record))
+        chosen = choose_versions(sorted(needed), read_records(catalog.get(RECORD)), self.source,
+                                 lambda name, version: version_file(needed[name], version).parent.is_dir())
         self._inherited = next(iter(chosen.values()))[1].get("fingerprint")
         for name, (version, run) in chosen.items():
             dataset = needed[name]
@@ -185,15 +263,32 @@ class RunRecordHook:
             if expected is not None and digest(path) != expected:
                 raise RunRecordError(
                     f"{name}: version {version} is not what its run wrote (its content changed or was cut short). "
-                    f"Delete the folder {path.parent} and run the stage that writes it again")
+                    f"Delete the folder {path.parent} (a stage run then reads the complete run before it) or run "
+                    f"the stage that writes {name} again")
             pin_load_version(dataset, version)
         runs = sorted({version for version, _ in chosen.values()})
         LOGGER.info("Stage run on the versions of the complete run(s) %s", ", ".join(runs))
 
-    @hook_impl
-    def after_pipeline_run(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
-        if RECORD not in catalog:
-            return
+    def finish(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
+        """Write the run record, then switch the latest list: the run is complete. A failure or a stop before the
+        switch undoes both, and the run's versions are removed."""
+        self._stop.defer()
+        try:
+            record = self._write_record(run_params, pipeline, catalog)
+            self._stop.check()
+            if "feature_list" in record["wrote"]:  # a run that selected a list: it becomes the latest
+                self._publish(record, catalog)
+        except BaseException as err:
+            self._undo(pipeline, catalog, err)
+            if isinstance(err, LatestError):
+                raise PublishError(f"{err}. The run's versions were removed: nothing of this run was kept") from err
+            raise
+        finally:
+            late = self._end()
+        if late is not None:  # the run was complete when the stop came: it stays so
+            LOGGER.warning("the run was stopped (%s) as it completed: its list was published and is kept", late)
+
+    def _write_record(self, run_params: dict, pipeline: Any, catalog: Any) -> dict:
         written = {}
         for name, dataset in _artifacts(pipeline.all_outputs(), catalog).items():
             version = save_version(dataset)
@@ -203,7 +298,7 @@ class RunRecordHook:
         read = {name: {"version": dataset.resolve_load_version()}
                 for name, dataset in _artifacts(pipeline.inputs(), catalog).items()}
         record = {
-            "run": save_version(catalog.get(RECORD)),
+            "run": self.version,
             "pipelines": pipelines_run(run_params),
             "finished": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "input": (run_params.get("runtime_params") or {}).get("input"),
@@ -213,62 +308,35 @@ class RunRecordHook:
             "read": read,
         }
         catalog.get(RECORD).save(record)
-        self._end()
-        if "feature_list" in written:  # a run that published a list: it becomes the latest
-            records = catalog.get(RECORD)
-            files = {name: version_file(dataset, written[name]["version"])
-                     for name, dataset in _artifacts(set(written), catalog).items()
-                     if str(artifact_folder(dataset).parent.parent.name) in PUBLISHED_LAYERS}
-            files[RECORD] = version_file(records, record["run"])
-            data = Path(str(artifact_folder(records))).parents[2]
-            link = publish(data, _source(records), record["method"], record["run"], files)
-            if link is not None:
-                LOGGER.info("The latest list of %r (%s): %s", _source(records), record["method"],
-                            link / "feature_list.csv")
+        return record
 
-    def _stop_on_signals(self) -> None:
-        """SIGTERM and SIGINT stop the run through an exception, so Kedro calls ``on_pipeline_error`` and the
-        run's versions are removed (only where signals can be handled: the main thread)."""
-        import signal
-        import threading
+    def _publish(self, record: dict, catalog: Any) -> None:
+        files = {name: version_file(dataset, record["wrote"][name]["version"])
+                 for name, dataset in _artifacts(set(record["wrote"]), catalog).items()
+                 if str(artifact_folder(dataset).parent.parent.name) in PUBLISHED_LAYERS}
+        files[RECORD] = version_file(catalog.get(RECORD), self.version)
+        link = publish(data_folder(catalog), self.source, record["method"], self.version, files,
+                       before_switch=self._stop.check)
+        if link is not None:
+            LOGGER.info("The latest list of %r (%s): %s", self.source, record["method"], link / "feature_list.csv")
 
-        if threading.current_thread() is not threading.main_thread():
-            return
-
-        def stop(number: int, frame: Any) -> None:
-            raise RunStopped(signal.Signals(number).name)
-
-        for number in (signal.SIGTERM, signal.SIGINT):
-            try:
-                self._handlers[number] = signal.signal(number, stop)
-            except (OSError, ValueError):
-                continue
-
-    def _end(self) -> None:
-        import signal
-
-        for number, handler in self._handlers.items():
-            try:
-                signal.signal(number, handler)
-            except (OSError, ValueError):
-                continue
-        self._handlers = {}
-        if self._lease is not None:
-            self._lease.release()
-            self._lease = None
-
-    @hook_impl
-    def on_pipeline_error(self, error: Exception, run_params: dict, pipeline: Any, catalog: Any) -> None:
+    def fail(self, error: BaseException, pipeline: Any, catalog: Any) -> None:
         """Remove every version this run wrote: a failed, refused or stopped run leaves nothing behind."""
-        if RECORD not in catalog:
-            return
         try:
-            self._remove(pipeline, catalog, error)
+            self._undo(pipeline, catalog, error)
         finally:
             self._end()
 
-    def _remove(self, pipeline: Any, catalog: Any, error: Exception) -> None:
+    def _end(self) -> str | None:
+        late = self._stop.disarm()
+        self._lease.release()
+        return late
+
+    def _undo(self, pipeline: Any, catalog: Any, error: BaseException) -> None:
         removed = []
+        folder = version_file(catalog.get(RECORD), self.version).parent
+        if folder.is_dir() and folder.name == self.version:  # the record first: the run is no longer complete
+            shutil.rmtree(folder, ignore_errors=True)
         for name, dataset in _artifacts(pipeline.all_outputs(), catalog).items():
             if hasattr(dataset, "discard"):  # the member history keeps its .head on a version that exists
                 if dataset.discard(save_version(dataset)):
@@ -282,6 +350,11 @@ class RunRecordHook:
             LOGGER.warning("%s (%s)", error, ", ".join(removed) or "none yet")
         elif removed:
             LOGGER.info("The run failed: removed the versions it had written (%s)", ", ".join(removed))
+
+
+def data_folder(catalog: Any) -> Path:
+    """The project's ``data/`` folder: ``data/<layer>/<source>/run_record.json`` up three."""
+    return Path(str(artifact_folder(catalog.get(RECORD)))).parents[2]
 
 
 def clear_dead_runs(catalog: Any, source: str, own: str | None) -> list[str]:

@@ -62,6 +62,9 @@ NO_LABELS = "no labels: the k-means accuracy was not evaluated"
 NAMES_LISTED = 20  # names a sentence lists of the features or samples that came or went
 NAMES_A_CELL = 10  # names a cell of the per-k table lists of those that entered or left the list
 EVERY_NAME = " (selection_stability.json)"  # where the names a list leaves out are
+#: Nogueira's Phi below which members that agree more than chance still agree only weakly ("slight" agreement on
+#: the Landis-Koch scale of kappa statistics, which Phi is one of).
+WEAK_AGREEMENT = 0.2
 
 Block = dict  # one element of a section, as the template draws it: {"kind": "p" | "note" | "figure" | "table", ...}
 
@@ -167,7 +170,7 @@ def selected_section(feature_list: pd.DataFrame, feature_ranking: pd.DataFrame, 
     """The selected features: rank, name, index, score and what it is, Laplacian score, member frequency when
     present, and what brought in each feature not among the ranking's first k (LGRC or the hold)."""
     columns = ["rank", "feature_name", "feature_index", "score"]
-    columns += [c for c in ("score_name", "laplacian_score", "member_frequency") if c in feature_list]
+    columns += [c for c in ("score_name", "laplacian_score", "selection_frequency") if c in feature_list]
     frame = feature_list[columns].copy()
     frame["feature_name"] = frame["feature_name"].astype(str)
     outside, _ = swapped_features(feature_ranking, feature_list)
@@ -354,6 +357,11 @@ def stability_sentences(selection_stability: Mapping) -> list[str]:
                      f"95 % interval {signal['lower']:.2f} to {signal['upper']:.2f}): ICLFS finds no stable signal in "
                      "this table, and the list's steadiness comes from the Laplacian score it fuses in. Try "
                      "selection.method=ls (or another method, docs/guides/methods.md)")
+    elif signal is not None and signal.get("phi") is not None and signal["phi"] < WEAK_AGREEMENT:
+        lines.append(f"WARNING: the {signal['members']} members agree only weakly (Phi {signal['phi']:.2f}, below "
+                     f"{WEAK_AGREEMENT}; 95 % interval {signal['lower']:.2f} to {signal['upper']:.2f}): more than "
+                     "chance, but their lists share little, so the list may move much from one refresh to the next. "
+                     "More members (members.per_run) steady it")
     return lines
 
 
