@@ -327,7 +327,8 @@ def test_verbose_shows_the_lines_a_quiet_conf_holds_back():
 
 @pytest.mark.parametrize("given, expected", [
     ("training.epochs=3", {"training": {"epochs": 3}}),
-    ("selection.k_values=[50,100],training.epochs=3", {"selection": {"k_values": [50, 100]}, "training": {"epochs": 3}}),
+    ("selection.k_values=[50,100],training.epochs=3",
+     {"selection": {"k_values": [50, 100]}, "training": {"epochs": 3}}),
     ("members.carry=true,data_source=expr", {"members": {"carry": True}, "data_source": "expr"}),
     ("input=", {"input": None}),  # as Kedro reads it; the run refuses an empty input by name
     (" a.b = 1 , c=x", {"a": {"b": 1}, "c": "x"}),

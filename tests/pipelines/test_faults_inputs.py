@@ -353,3 +353,41 @@ def test_names_that_differ_by_a_trailing_space_are_shown_quoted_in_the_summary_s
     assert "1 feature(s) new to the table: 'h10 '" in text
     assert [shown_name(name) for name in ("h10", " h10", "", "a\tb", "gène")] == [
         "h10", "' h10'", "''", "'a\\tb'", "gène"]
+
+
+#: Issue 58's rows "The DAG writer and data sources" and "Tables and methods", and its rule on generated code,
+#: each with its test.
+ROWS = {
+    "kedro dag SRC --env '<name>' whose name holds code (security)":
+        test_a_hostile_environment_name_is_written_only_as_a_literal,
+    "no value from a name, path or environment reaches generated code (airflow.yml strings)":
+        test_hostile_strings_in_airflow_conf_are_written_only_as_literals,
+    "no value from a name, path or environment reaches generated code (project folder, target, interpreter)":
+        test_a_hostile_project_folder_target_folder_and_interpreter_are_written_only_as_literals,
+    "no value from a name, path or environment reaches generated code (source names)":
+        test_a_hostile_source_name_is_refused_and_nothing_is_written,
+    "a source declared with a trailing newline in its name": test_a_name_with_a_trailing_newline_is_refused,
+    "a declaration with a YAML tag (!!python/object/apply:os.system)":
+        test_a_yaml_tag_in_a_declaration_is_one_line_naming_the_file_and_the_tag,
+    "sources: given as a YAML list": test_sources_given_as_a_list_is_one_line_naming_the_file,
+    "airflow.yml's select: given as a list": test_airflow_select_given_as_a_list_is_one_line,
+    "kedro dag SRC --env nosuchenv": test_an_unknown_environment_is_named_by_kedro_dag,
+    "a declared method: nfds (typo)": test_a_misspelt_method_in_a_declaration_is_refused_when_the_dag_is_written,
+    "--source SRC --input other.csv": test_another_input_for_a_source_declared_with_its_own_reading_is_refused,
+    "--params source= (empty)": test_an_empty_source_is_refused_like_an_empty_input,
+    "kedro run --pipelines benchmark with no scikit-feature files, plus a misspelt key":
+        test_the_benchmark_without_its_files_is_one_line,
+    "a samples-in-rows .tsv.gz whose first column sample_id holds s0, s1, ...":
+        test_a_first_column_of_sample_ids_is_named_as_id_column_in_the_refusal,
+    "five feature names given a trailing space":
+        test_names_that_differ_by_a_trailing_space_are_shown_quoted_in_the_summary_sentences,
+    "variance on a table already standardized":
+        test_variance_on_a_standardized_table_warns_that_every_variance_is_equal,
+    "variance on values around 1e-300 that vary":
+        test_variance_on_values_near_1e_300_that_vary_ranks_them_as_at_scale_1,
+}
+
+
+def test_every_dag_source_and_table_row_of_issue_58_has_its_test():
+    assert len(ROWS) == 17 and all(test.__name__.startswith("test_") for test in ROWS.values())
+    assert len(set(ROWS.values())) == len(ROWS)

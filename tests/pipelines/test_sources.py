@@ -256,3 +256,13 @@ def test_a_bad_declaration_is_refused_even_when_another_run_reads_the_parameters
         session, context = context_of(project)
         with session:
             context.params  # noqa: B018
+
+
+def test_a_source_missing_from_a_conf_archive_is_refused_naming_conf_base(tmp_path):
+    # kedro package's conf archive holds no conf/local: pointing the user there would send them nowhere
+    with pytest.raises(SourceError) as caught:
+        expand("expr", {}, tmp_path, archive=True)
+    assert str(caught.value) == (
+        "data source 'expr' is not declared: declared sources: none yet. A conf archive holds no conf/local (kedro "
+        "package leaves it out): declare it in conf/base/parameters_sources.yml before packaging, or give "
+        "--conf-source a conf folder holding base/ and local/ (docs/guides/scheduling.md, 'The packaged job')")
