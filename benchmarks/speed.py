@@ -22,6 +22,11 @@ of :data:`TARGETS` and ends with the hand-written analysis of ``--notes``.
 ``--methods`` times every other method of :mod:`iclfs.baselines` on the
 ``--method-sizes`` tables (default 20,000 x 200) at ``--method-k``.
 
+``--contention`` measures each thread policy quiet and beside busy processes
+and applies the rule that picks the default (:mod:`benchmarks._contention`):
+
+    python -m benchmarks.speed --contention
+
 ``--add`` measures only what its command line names and adds those rows to
 the report already at ``--output`` (a row of the same dataset or size is
 replaced), so one long measurement need not repeat the others:
@@ -31,6 +36,7 @@ replaced), so one long measurement need not repeat the others:
 
 from __future__ import annotations
 
+from iclfs import _threads  # first: the OpenMP thread policy, before torch loads
 import argparse
 import json
 import platform
@@ -46,8 +52,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from iclfs.io._tables import read_feature_table
+from benchmarks import _contention
 from iclfs import chain
+from iclfs.io._tables import read_feature_table
 from iclfs.method._config import RuntimeConfig, Settings, TrainingConfig, ViewConfig
 from iclfs.method._members import total_epochs, total_seconds
 from iclfs.method._model import FeatureAttention
@@ -478,6 +485,8 @@ def render(report: dict, notes: str = "") -> str:
             wall = f"{r['seconds']:.3f}" if r["seconds"] < 10 else f"{r['seconds']:.0f}"
             lines.append(f"| {r['name']} | {r['d']} x {r['n']} | {r['k']} | {wall} | "
                          f"{_gib(r['peak_rss_bytes'])} | {r['device']} | {r['threads']} | {met} |")
+    if report.get("contention"):
+        lines += _contention.render(report["contention"])
     if notes.strip():
         lines += ["", "## Analysis", "", notes.strip()]
     return "\n".join(lines) + "\n"
@@ -537,12 +546,31 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.
                         help="hand-written analysis appended to the report, if the file exists")
     parser.add_argument("--add", action="store_true",
                         help="measure only what this command names and add the rows to the report at --output")
+    contention = parser.add_argument_group("--contention: epochs on a shared CPU under each thread policy")
+    contention.add_argument("--contention", action="store_true",
+                            help="measure only this, and put its section in the report at --output")
+    contention.add_argument("--tables", nargs="*", default=list(_contention.TABLES),
+                            help="names of " + ", ".join(_contention.TABLES) + ", or paths")
+    contention.add_argument("--policies", nargs="*", default=list(_contention.CANDIDATES),
+                            choices=list(_threads.POLICIES))
+    contention.add_argument("--loads", type=int, nargs="*", default=list(_contention.LOADS[1:]),
+                            help="busy processes beside each cell (quiet is always measured)")
+    contention.add_argument("--contention-epochs", type=int, default=5, help="timed epochs a cell, after a warm-up")
+    contention.add_argument("--cell-seconds", type=float, default=60.0,
+                            help="a cell stops timing after this long, once it has 2 epochs")
+    contention.add_argument("--estimate-epochs", type=int, default=20,
+                            help="epochs of the quiet training whose first estimate is checked; 0: none")
+    contention.add_argument("--raw", default="benchmarks/results/contention.json",
+                            help="every cell's numbers, saved as each is measured (and a .csv beside it)")
+    contention.add_argument("--resume", action="store_true", help="keep the cells --raw holds; measure the rest")
     args = parser.parse_args(argv)
     for name, default in (("datasets", DEFAULT_DATASETS), ("sweep_d", SWEEP_D), ("sweep_n", SWEEP_N),
                           ("selection_sizes", SELECTION_SIZES)):
         if getattr(args, name) is None:
             setattr(args, name, [] if args.add else list(default))
     report = Path(args.output).with_suffix(".json")
+    if args.contention and not report.is_file():
+        parser.error(f"--contention adds a section to {report}, which does not exist; run without it first")
     if args.add and not report.is_file():
         parser.error(f"--add adds rows to {report}, which does not exist; run without --add first")
     return parser, args
@@ -554,6 +582,10 @@ def main(argv: list[str] | None = None) -> None:
         source, schedule, epochs, device, count, precision = argv[1:7]
         print(json.dumps(worker(source, schedule, int(epochs), device, count == "1", precision)))
         return
+    if argv and argv[0] in ("--contention-cell", "--contention-estimate"):
+        measure = _contention.cell if argv[0] == "--contention-cell" else _contention.estimate
+        print(json.dumps(measure(argv[1], int(argv[2]), *map(float, argv[3:4]))))
+        return
     if argv and argv[0] == "--method-worker":
         print(json.dumps(method_worker(*argv[1:5])))
         return
@@ -563,6 +595,14 @@ def main(argv: list[str] | None = None) -> None:
     parser, args = parse_arguments(argv)
     notes = Path(args.notes).read_text() if args.notes and Path(args.notes).is_file() else ""
     output = Path(args.output)
+    if args.contention:
+        args.epochs = args.contention_epochs
+        report = json.loads(output.with_suffix(".json").read_text())
+        report["contention"] = _contention.run(args)
+        output.with_suffix(".json").write_text(json.dumps(report, indent=2))
+        output.write_text(render(report, notes))
+        print(f"wrote {output} and {output.with_suffix('.json')}")
+        return
     try:
         device = resolve_device(args.device)
         for schedule in ("paper", "fast"):

@@ -277,3 +277,102 @@ def test_the_cost_section_compares_a_consensus_with_one_run_on_a_file(tmp_path):
     assert (f"| toy | 12 x 60 | `{settings}` | {one['seconds']:.0f} | {other['seconds']:.0f} | {ratio:.2f} | "
             "2 / 8 |") in section
     assert f"| bad | failed: ['boom'] | `{settings}` |" in section
+
+
+# --- --contention: epochs on a shared CPU under each thread policy ------------------------------------------
+
+
+def _cell(table: str, policy: str, load: int, seconds: float, threads: int = 2) -> dict:
+    return {"table": table, "policy": policy, "load": load, "median_seconds": seconds, "threads": threads,
+            "epoch_seconds": [seconds] * 5, "d": 325, "n": 73, "load_average": 0.1}
+
+
+def _contention_rows(quiet: dict[str, float], loaded: dict[str, list[float]], tables=("a", "b")) -> list[dict]:
+    """Each policy quiet (seconds) and at N = 1, 2, 4 (seconds each), the same on every table."""
+    rows = []
+    for table in tables:
+        for policy, seconds in quiet.items():
+            rows.append(_cell(table, policy, 0, seconds))
+            rows += [_cell(table, policy, n, s) for n, s in zip((1, 2, 4), loaded[policy], strict=True)]
+    return rows
+
+
+def test_the_rule_takes_the_lowest_worst_ratio_within_five_percent_of_todays_quiet_epoch():
+    from benchmarks import _contention
+
+    # bounds on 2 cores: quiet x 1.5, x 2, x 3
+    rows = _contention_rows({"spin": 1.00, "passive": 1.20, "short-spin": 1.04, "free-cpus": 1.00},
+                            {"spin": [3.0, 4.0, 6.0], "passive": [1.8, 2.4, 3.6], "short-spin": [1.56, 2.6, 3.12],
+                             "free-cpus": [1.5, 2.0, 3.0]})
+    verdict = _contention.decide(rows, cores=2)
+    assert verdict["ratios"]["spin"][("a", 1)] == pytest.approx(2.0)
+    assert verdict["worst"] == pytest.approx({"spin": 2.0, "passive": 1.0, "short-spin": 1.25, "free-cpus": 1.0})
+    assert verdict["eligible"] == ["spin", "short-spin", "free-cpus"]  # passive: 20 % slower quiet
+    assert verdict["winner"] == "short-spin"  # free-cpus is better but its thread count follows the load
+    assert verdict["winner_any"] == "free-cpus"
+
+
+def test_the_rule_leaves_out_a_policy_not_measured_on_every_table_and_load():
+    from benchmarks import _contention
+
+    rows = _contention_rows({"spin": 1.0, "passive": 1.0}, {"spin": [3.0, 4.0, 6.0], "passive": [1.5, 2.0, 3.0]})
+    rows = [r for r in rows if not (r["policy"] == "passive" and r["table"] == "b" and r["load"] == 4)]
+    assert _contention.decide(rows, cores=2)["winner"] == "spin"
+    rows.append({"table": "b", "policy": "passive", "load": 4, "error": ["boom"]})
+    assert _contention.decide(rows, cores=2)["winner"] == "spin"
+
+
+def test_the_contention_section_shows_each_cell_its_ratio_and_the_rules_winner():
+    from benchmarks import _contention
+
+    rows = _contention_rows({"spin": 1.0, "passive": 1.02}, {"spin": [3.0, 4.0, 6.0], "passive": [1.53, 2.04, 3.06]},
+                            tables=("lung_small",))
+    rows[1]["epoch_seconds"] = [3.0, 3.0]  # a cell stopped at its time limit
+    section = {"rows": rows, "cores": 2, "tables": ["lung_small"], "policies": ["spin", "passive"],
+               "loads": [0, 1, 2, 4], "epochs": 5, "cell_limit": 60.0,
+               "environment": {"date": "2026-11-28 02:00 UTC", "load_before": 0.05,
+                               "commands": ["python -m benchmarks.speed --contention"]},
+               "estimates": {"lung_small": {"epochs": 20, "first_estimate": 11.0, "real_seconds": 10.0,
+                                            "error": 0.1}}}
+    text = "\n".join(_contention.render(section))
+    assert "| lung_small | 73 x 325 | `spin` | 2/2/2/2 | 1 | 3 (2.00) [2 epochs] | 4 (2.00) | 6 (2.00) | 2.00 |" in text
+    assert "| lung_small | 73 x 325 | `passive` | 2/2/2/2 | 1.02 | 1.53 (1.00) | 2.04 (1.00) | 3.06 (1.00) | 1.00 |" \
+        in text
+    assert "| `passive` | +2.0% | 1.00 | yes | no |" in text
+    assert "**Winner: `passive`** (worst ratio 1.00)." in text
+    assert "| lung_small | 20 | 11.0 | 10.0 | +10.0% | yes |" in text
+    assert "- `spin`: libgomp's default" in text
+
+
+@pytest.mark.slow
+def test_contention_measures_each_policy_in_a_fresh_process_beside_busy_ones_and_resumes(tmp_path):
+    rng = np.random.default_rng(0)
+    scipy.io.savemat(tmp_path / "tiny.mat", {"X": rng.normal(size=(12, 30)), "Y": np.arange(12)[:, None] % 2})
+    output = tmp_path / "performance.md"
+    output.with_suffix(".json").write_text(json.dumps(_report()))
+    raw = tmp_path / "contention.json"
+    arguments = ["--contention", "--tables", str(tmp_path / "tiny.mat"), "--policies", "passive", "--loads", "1",
+                 "--contention-epochs", "2", "--estimate-epochs", "3", "--raw", str(raw), "--output", str(output),
+                 "--notes", str(tmp_path / "absent.md")]
+    speed.main(arguments)
+    section = json.loads(output.with_suffix(".json").read_text())["contention"]
+    rows = {(r["policy"], r["load"]): r for r in section["rows"]}
+    assert set(rows) == {("passive", 0), ("passive", 1)}
+    assert all("error" not in r and len(r["epoch_seconds"]) == 2 for r in rows.values()), rows
+    # each cell ran under its own policy, applied before torch loaded, with nothing inherited from here
+    # (this test's OMP_NUM_THREADS=1 included)
+    assert rows[("passive", 1)]["set"] == {"OMP_WAIT_POLICY": "PASSIVE"}
+    [estimate] = section["estimates"].values()
+    assert estimate["epochs"] == 3 and estimate["real_seconds"] > 0 and estimate["first_estimate"] > 0
+    text = output.read_text()
+    assert "## Threads on a shared machine" in text
+    assert "# Training speed" in text and "| arcene |" in text  # the rest of the report is kept
+    assert raw.with_suffix(".csv").read_text().startswith("table,policy,load,threads,median_seconds")
+    # --resume measures only what is missing (today's policy, quiet) and keeps the rows and estimates there
+    speed.main([*arguments[:3], "--policies", "spin", "--loads", "--contention-epochs", "2", "--estimate-epochs",
+                "0", "--raw", str(raw), "--output", str(output), "--resume"])
+    section = json.loads(output.with_suffix(".json").read_text())["contention"]
+    rows = {(r["policy"], r["load"]): r for r in section["rows"]}
+    assert set(rows) == {("passive", 0), ("passive", 1), ("spin", 0)} and rows[("spin", 0)]["set"] == {}
+    assert section["policies"] == ["passive", "spin"] and section["loads"] == [0, 1]
+    assert section["estimates"] and len(section["environment"]["commands"]) == 2

@@ -63,6 +63,9 @@ class Progress:
     ----------
     seconds : list of float
         Each epoch's wall time so far, from one :meth:`update` to the next (the first from the start).
+    first_estimate : float or None
+        The first estimate of the whole training's seconds (the forecast's, else the second epoch's), once
+        said; the contention benchmark checks it against the training's real time.
     """
 
     def __init__(self, total: int, label: str, enabled: bool = True) -> None:
@@ -76,6 +79,7 @@ class Progress:
         self._next_tenth = 1
         self._forecast: float | None = None
         self._busy_from = BUSY  # the slowdown that is said next
+        self.first_estimate: float | None = None
 
     def forecast(self, epoch_seconds: float, how: str) -> None:
         """Say, before the training starts, what it will take at ``epoch_seconds`` an epoch (``how``: how that
@@ -85,6 +89,8 @@ class Progress:
             self._say(self._forecast, how)
 
     def _say(self, estimate: float, how: str) -> None:
+        if self.first_estimate is None:
+            self.first_estimate = estimate
         if estimate > LONG:
             LOGGER.warning("%s: the %d epochs will take about %s (%s). To shorten it: %s", self.label, self.total,
                            duration(estimate), how, REMEDIES)

@@ -1,0 +1,294 @@
+"""Epochs on a shared CPU: each thread policy quiet and beside busy processes (``python -m benchmarks.speed
+--contention``).
+
+For each table and each policy of :data:`iclfs._threads.POLICIES` it times
+one ``fast`` epoch (:meth:`iclfs.method._training.Trainer.step`, as training
+runs it): quiet, and beside N busy processes (pure-Python loops, one core
+each, started a second before), N in ``--loads``. Each cell is a fresh
+process whose environment names the policy and holds none of the OpenMP
+variables, so the policy is in force before torch loads; the median of
+``--epochs`` epochs after one warm-up epoch. A result's ratio is its epoch
+against the CPU-share bound: the same policy's quiet epoch x (1 + N / cores),
+what the process would take if it got exactly its share of the cores.
+
+**The rule, fixed before the results (issue 59).** Among the policies whose
+quiet epoch is within 5 % of today's (``spin``, libgomp's default) on every
+table, and whose thread count does not follow the load (with it, a table's
+lists could differ between a busy and a quiet run: CPU results are
+bit-identical only at the same thread count), the default becomes the one
+with the lowest worst-case ratio over every table and every N. The report
+also says which policy would win if the thread count could follow the load.
+
+``--estimate-epochs`` then trains each table quietly under the default policy
+with the progress log on and compares the first estimate it logged
+(:attr:`iclfs.method._progress.Progress.first_estimate`) with the real
+training time; the target is within 25 %.
+
+Each cell's result is saved to ``--raw`` (JSON) as soon as it is measured, so
+a run that stops can go on where it stopped (``--resume``); the report is the
+``contention`` section of the speed report (``--output``) and a CSV beside
+the raw file.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from iclfs import _threads
+
+TABLES = {"lung_small": "../shared/validation/lung_small.mat", "warpPIE10P": "../shared/datasets/warpPIE10P.mat",
+          "Prostate_GE": "../shared/datasets/Prostate_GE.mat"}
+LOADS = (0, 1, 2, 4)
+#: Today's default, against which the quiet time is held.
+TODAY = "spin"
+#: The candidates measured by default (every policy of iclfs._threads but the combination, for time).
+CANDIDATES = ("spin", "passive", "short-spin", "free-cpus")
+QUIET_TOLERANCE = 0.05  # a candidate's quiet epoch may be at most 5 % slower than today's
+ESTIMATE_TOLERANCE = 0.25  # the first estimate within 25 % of the real training time (quiet)
+BUSY_LOOP = "while True:\n    pass\n"
+
+
+def _clean_environment(policy: str) -> dict[str, str]:
+    """This process's environment without the OpenMP variables, naming ``policy``."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in (*_threads.POLICY_VARIABLES, _threads.POLICY_VARIABLE, _threads.REPORT_VARIABLE)}
+    return env | {_threads.POLICY_VARIABLE: policy}
+
+
+def cell(source: str, epochs: int, limit: float = float("inf")) -> dict:
+    """In a fresh process under its policy: ``epochs`` epochs timed after one warm-up epoch, fewer (at least
+    two) once the warm-up and the timed epochs have taken ``limit`` seconds: a policy that spins beside busy
+    processes can take minutes an epoch, and two epochs show it as well as five."""
+    import torch
+
+    from benchmarks.speed import _inverted_map
+    from iclfs.method._config import RuntimeConfig, TrainingConfig, ViewConfig
+    from iclfs.method._runtime import compute_settings
+    from iclfs.method._training import Trainer
+
+    A = _inverted_map(source)
+    runtime = RuntimeConfig(device="cpu", progress=False, check_memory=False)
+    trainer = Trainer(A, TrainingConfig(), ViewConfig(), runtime, seed=0)
+    with compute_settings(trainer.device, trainer.precision, runtime.num_threads) as threads:
+        spent = trainer.step()["seconds"]
+        seconds: list[float] = []
+        while len(seconds) < epochs and (len(seconds) < 2 or spent < limit):
+            seconds.append(trainer.step()["seconds"])
+            spent += seconds[-1]
+    applied = _threads.APPLIED
+    return {"policy": applied.policy, "set": applied.set, "threads": threads, "torch_threads": torch.get_num_threads(),
+            "epoch_seconds": seconds, "median_seconds": statistics.median(seconds), "d": A.shape[0], "n": A.shape[1],
+            "load_average": os.getloadavg()[0]}
+
+
+def estimate(source: str, epochs: int) -> dict:
+    """In a fresh process under the default policy: one training of ``epochs`` epochs with the progress log;
+    its first estimate against its real time."""
+    import logging
+
+    from benchmarks.speed import _inverted_map
+    from iclfs.method._config import RuntimeConfig, TrainingConfig
+    from iclfs.method._progress import Progress
+    from iclfs.method._training import train
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
+    A = _inverted_map(source)
+    progress = Progress(epochs, f"ICLFS d={A.shape[0]} n={A.shape[1]}")
+    train(A, TrainingConfig(epochs=epochs), runtime=RuntimeConfig(device="cpu", check_memory=False),
+          seed=0, progress=progress)
+    real = sum(progress.seconds)
+    return {"policy": _threads.APPLIED.policy, "epochs": epochs, "first_estimate": progress.first_estimate,
+            "real_seconds": real, "error": progress.first_estimate / real - 1, "epoch_seconds": progress.seconds,
+            "load_average": os.getloadavg()[0]}
+
+
+def _in_fresh_process(arguments: list[str], policy: str) -> dict:
+    done = subprocess.run([sys.executable, "-m", "benchmarks.speed", *arguments], capture_output=True, text=True,
+                          env=_clean_environment(policy), cwd=Path(__file__).resolve().parents[1])
+    if done.returncode != 0:
+        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(source: str, policy: str, load: int, epochs: int, limit: float = float("inf")) -> dict:
+    """One cell (:func:`cell`) beside ``load`` busy processes, each stopped after it."""
+    busy = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) for _ in range(load)]
+    try:
+        if busy:
+            time.sleep(1.0)  # running before the cell starts, so a policy that reads the load sees them
+        return _in_fresh_process(["--contention-cell", source, str(epochs), str(limit)], policy)
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+
+
+def _union(before: list, added) -> list:
+    return [*before, *(a for a in added if a not in before)]
+
+
+def _key(row: dict) -> tuple:
+    return row["table"], row["policy"], row["load"]
+
+
+def decide(rows: list[dict], cores: int, policies=_threads.POLICIES) -> dict:
+    """The rule of the module docstring over the measured ``rows`` (one per table, policy and load).
+
+    Returns ``{"quiet": {policy: {table: seconds}}, "ratios": {policy: {(table, load): ratio}},
+    "worst": {policy: ratio}, "eligible": [...], "winner": name or None, "winner_any": name or None}``:
+    ``winner`` among the reproducible candidates, ``winner_any`` if the thread count may follow the load.
+    """
+    good = [r for r in rows if "error" not in r]
+    quiet = {}
+    for r in good:
+        if r["load"] == 0:
+            quiet.setdefault(r["policy"], {})[r["table"]] = r["median_seconds"]
+    ratios: dict[str, dict] = {}
+    for r in good:
+        if r["load"] and r["table"] in quiet.get(r["policy"], {}):
+            bound = quiet[r["policy"]][r["table"]] * (1 + r["load"] / cores)
+            ratios.setdefault(r["policy"], {})[(r["table"], r["load"])] = r["median_seconds"] / bound
+    tables = sorted({r["table"] for r in good})
+    loads = sorted({r["load"] for r in good if r["load"]})
+    complete = [p for p in ratios if set(quiet.get(p, {})) == set(tables) and len(ratios[p]) == len(tables) * len(loads)]
+    worst = {p: max(ratios[p].values()) for p in complete}
+    today = quiet.get(TODAY, {})
+    eligible = [p for p in complete if today and set(today) == set(tables)
+                and all(quiet[p][t] <= (1 + QUIET_TOLERANCE) * today[t] for t in tables)]
+    reproducible = [p for p in eligible if not policies[p].follow_load]
+    return {"quiet": quiet, "ratios": ratios, "worst": worst, "eligible": eligible,
+            "winner": min(reproducible, key=worst.get) if reproducible else None,
+            "winner_any": min(eligible, key=worst.get) if eligible else None}
+
+
+def render(section: dict) -> list[str]:
+    """The Markdown lines of the speed report's contention section."""
+    rows, cores = section["rows"], section["cores"]
+    verdict = decide(rows, cores)
+    env = section["environment"]
+    lines = ["", "## Threads on a shared machine", "",
+             f"Measured on {cores} cores, last {env['date']} (load average {env['load_before']:.2f} before it; each "
+             "row's own is in the CSV beside the raw numbers), "
+             f"{section['epochs']} epochs a cell after one warm-up (fewer, at least 2, shown in square brackets, once a cell "
+             f"has taken {section.get('cell_limit', float('inf')):g} s), each cell a fresh process:", "",
+             "```bash", *env["commands"], "```", "",
+             "The epoch's median, quiet and beside N busy processes (pure-Python loops); in brackets its ratio "
+             "to the CPU-share bound, the policy's quiet epoch x (1 + N / cores). Policies "
+             "(`iclfs._threads.POLICIES`):", ""]
+    lines += [f"- `{name}`: {_threads.POLICIES[name].about}" for name in section["policies"]]
+    loads = section["loads"]
+    lines += ["", "| table | n x d | policy | threads | " + " | ".join(
+        "quiet s" if n == 0 else f"N={n} s (ratio)" for n in loads) + " | worst ratio |",
+        "|---|---|---|---|" + "---|" * len(loads) + "---|"]
+    by_key = {_key(r): r for r in rows}
+    for table in section["tables"]:
+        for policy in section["policies"]:
+            cells, shape, threads = [], "", []
+            for load in loads:
+                r = by_key.get((table, policy, load))
+                if r is None or "error" in r:
+                    cells.append("—" if r is None else f"failed: {r['error']}")
+                    continue
+                shape = f"{r['n']} x {r['d']}"
+                threads.append(str(r["threads"]))
+                ratio = verdict["ratios"].get(policy, {}).get((table, load))
+                cells.append(f"{r['median_seconds']:.3g}" + (f" ({ratio:.2f})" if ratio is not None else "")
+                             + ("" if len(r["epoch_seconds"]) >= section["epochs"] else
+                                f" [{len(r['epoch_seconds'])} epochs]"))
+            table_worst = max((v for (t, _), v in verdict["ratios"].get(policy, {}).items() if t == table),
+                              default=None)
+            lines.append(f"| {table} | {shape} | `{policy}` | {'/'.join(threads)} | " + " | ".join(cells) +
+                         f" | {'—' if table_worst is None else f'{table_worst:.2f}'} |")
+    lines += ["", "Against today's (`spin`): each policy's quiet epoch, and its worst ratio over every table and N.",
+              "", "| policy | " + " | ".join(f"{t} quiet vs spin" for t in section["tables"]) +
+              " | worst ratio | within 5 % quiet | thread count follows the load |",
+              "|---|" + "---|" * len(section["tables"]) + "---|---|---|"]
+    today = verdict["quiet"].get(TODAY, {})
+    for policy in section["policies"]:
+        quiet = verdict["quiet"].get(policy, {})
+        shares = [f"{quiet[t] / today[t] - 1:+.1%}" if t in quiet and t in today else "—" for t in section["tables"]]
+        worst = verdict["worst"].get(policy)
+        lines.append(f"| `{policy}` | " + " | ".join(shares) + f" | {'—' if worst is None else f'{worst:.2f}'} | "
+                     f"{'yes' if policy in verdict['eligible'] else 'no'} | "
+                     f"{'yes' if _threads.POLICIES[policy].follow_load else 'no'} |")
+    rule = ("**The rule** (fixed before the results, `benchmarks/_contention.py`): among the policies whose quiet "
+            "epoch is within 5 % of `spin`'s on every table and whose thread count does not follow the load, the "
+            "lowest worst-case ratio. ")
+    winner, any_load = verdict["winner"], verdict["winner_any"]
+    rule += (f"**Winner: `{winner}`** (worst ratio {verdict['worst'][winner]:.2f})." if winner else
+             "**No policy qualifies** (none measured in full within 5 % of `spin`'s quiet epoch).")
+    lines += ["", rule]
+    if any_load and any_load != winner:
+        lines += ["", f"Were the thread count allowed to follow the load: `{any_load}` (worst ratio "
+                      f"{verdict['worst'][any_load]:.2f})."]
+    lines += ["", f"In force now (`iclfs._threads.DEFAULT_POLICY`): `{_threads.DEFAULT_POLICY}`."]
+    if section.get("estimates"):
+        lines += ["", "### The first estimate against the real training time", "",
+                  f"Each table trained quietly under the default policy for the epochs shown, with the progress log; "
+                  f"the target is within {ESTIMATE_TOLERANCE:.0%}.", "",
+                  "| table | epochs | first estimate s | real s | error | met |", "|---|---|---|---|---|---|"]
+        for table, e in section["estimates"].items():
+            if "error" in e and isinstance(e["error"], str):
+                lines.append(f"| {table} | failed: {e['error']} | | | | |")
+                continue
+            lines.append(f"| {table} | {e['epochs']} | {e['first_estimate']:.1f} | {e['real_seconds']:.1f} | "
+                         f"{e['error']:+.1%} | {'yes' if abs(e['error']) <= ESTIMATE_TOLERANCE else 'no'} |")
+    return lines
+
+
+def run(args) -> dict:
+    """Measure the cells the command line names (skipping those in ``--raw`` with ``--resume``); save each."""
+    raw = Path(args.raw)
+    section = json.loads(raw.read_text()) if args.resume and raw.is_file() else {"rows": []}
+    tables = {name: TABLES.get(name, name) for name in args.tables}
+    loads = [0, *args.loads]
+    section |= {"tables": _union(section.get("tables", []), tables),
+                "policies": _union(section.get("policies", []), args.policies),
+                "loads": sorted(set(section.get("loads", [])) | set(loads)),
+                "epochs": args.epochs, "cell_limit": args.cell_seconds, "cores": _threads.available_cpus(),
+                "environment": {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                                "load_before": os.getloadavg()[0],
+                                "commands": [*section.get("environment", {}).get("commands", []),
+                                             "python -m benchmarks.speed " + " ".join(sys.argv[1:])]}}
+    done = {_key(r) for r in section["rows"] if "error" not in r}
+    plan = [(t, p, n) for t in tables for n in loads for p in args.policies if (t, p, n) not in done]
+    started = time.perf_counter()
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    for i, (table, policy, load) in enumerate(plan, 1):
+        result = measure(tables[table], policy, load, args.epochs, args.cell_seconds) | {
+            "table": table, "policy": policy, "load": load}
+        section["rows"] = [r for r in section["rows"] if _key(r) != _key(result)] + [result]
+        raw.write_text(json.dumps(section, indent=1))
+        spent = time.perf_counter() - started
+        shown = result.get("error") or f"{result['median_seconds']:.3g} s/epoch on {result['threads']} thread(s)"
+        print(f"[{i}/{len(plan)} {spent / 60:.1f} min] {table} {policy} N={load}: {shown} "
+              f"(load average {os.getloadavg()[0]:.1f})", flush=True)
+    if args.estimate_epochs:
+        section.setdefault("estimates", {})
+        for table, source in tables.items():
+            result = _in_fresh_process(["--contention-estimate", source, str(args.estimate_epochs)],
+                                       _threads.DEFAULT_POLICY)
+            section["estimates"][table] = result
+            raw.write_text(json.dumps(section, indent=1))
+            print(f"estimate {table}: {json.dumps({k: result.get(k) for k in ('first_estimate', 'real_seconds', 'error')})}",
+                  flush=True)
+    with raw.with_suffix(".csv").open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["table", "policy", "load", "threads", "median_seconds", "epoch_seconds", "load_average"])
+        for r in section["rows"]:
+            if "error" not in r:
+                writer.writerow([r["table"], r["policy"], r["load"], r["threads"], r["median_seconds"],
+                                 " ".join(f"{s:.4f}" for s in r["epoch_seconds"]), r["load_average"]])
+    verdict = decide(section["rows"], section["cores"])
+    print(f"rule: winner {verdict['winner']} (worst ratios {json.dumps({p: round(w, 2) for p, w in verdict['worst'].items()})}; "
+          f"within 5 % quiet: {verdict['eligible']}; with a load-following thread count: {verdict['winner_any']}); "
+          f"in force: {_threads.DEFAULT_POLICY}", flush=True)
+    return section
