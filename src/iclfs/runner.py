@@ -34,8 +34,9 @@ Two kinds of dataset exist only in the driver (the ``kedro run`` process):
   writes is refused before anything runs, with those datasets named: give
   them a catalog entry. Parameters (``params:*``, ``parameters``) and other
   in-memory *inputs* of the pipeline are fine: they travel with the catalog.
-* **tracking** (``kedro_mlflow`` datasets: metrics, artifacts, models): they
-  log to the MLflow run that kedro-mlflow opened in the driver. Saved on a
+* **tracking** (``kedro_mlflow`` datasets a user declares in the catalog:
+  metrics, artifacts, models): they log to the MLflow run that kedro-mlflow
+  opened in the driver (tests/distributed/test_tracking_datasets.py). Saved on a
   worker, where no run is active, MLflow would open a stray run of its own.
 
 The choice made here: **every node runs on a worker, and the outputs that
@@ -60,8 +61,9 @@ run, which exist only in the driver). In the driver:
 
 * ``before_node_run`` is called for each node sent to a worker, when it is
   sent, with its *parameter* inputs only (``params:*``, ``parameters``, held
-  by the driver): kedro-mlflow logs every parameter the run used, as with
-  ``SequentialRunner``. A hook that returns replacement inputs for such a
+  by the driver): kedro-mlflow logs the parameters of the run's method (its
+  companion, :class:`iclfs.project._tracking.TrackingHook`, shows it no
+  other), as with ``SequentialRunner``. A hook that returns replacement inputs for such a
   node is refused (they could not reach the worker).
 * ``before_dataset_saved`` / ``after_dataset_saved`` are called for the
   outputs the driver saves itself (the tracking and in-memory ones).
