@@ -182,7 +182,7 @@ def evaluate_default(seed: int, M: int, epochs: int, store: Path) -> tuple[list[
     signal = planted(table)
     false = np.setdiff1d(np.arange(p), signal)
     ranking = combine_run(scores, [Q])
-    stable_rows = [stable_row("default", seed, M, ranking.frequency[Q], M, false, p, threshold)
+    stable_rows = [stable_row("default", seed, M, ranking.selection_frequency[Q], M, false, p, threshold)
                    for threshold in THRESHOLDS]
     laplacian = laplacian_scores(prepared.standardized, n_neighbors=Settings().laplacian.n_neighbors)
     lists = {0.0: ranking.order, FUSION: feature_order(fuse_laplacian(ranking.scores, laplacian, FUSION))}
@@ -212,7 +212,7 @@ def evaluate_drift(seed: int, M: int, epochs: int, store: Path) -> tuple[list[di
         signal = np.asarray(after.informative_features)
         false = np.setdiff1d(np.arange(p), signal)
         if weight == 0.0:  # the probabilities do not depend on the fusion
-            stable_rows = [stable_row("drift", seed, M, ranking.frequency[Q], len(history.members), false, p, t)
+            stable_rows = [stable_row("drift", seed, M, ranking.selection_frequency[Q], len(history.members), false, p, t)
                            for t in THRESHOLDS]
         list_rows.append(list_row("drift", seed, M, weight, previous, prepared, false, signal))
     return stable_rows, list_rows

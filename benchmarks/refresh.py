@@ -257,7 +257,7 @@ def carry_candidate(history: MemberHistory, member: Member, names: Sequence[str]
     combined = combine_kept(kept, names, candidate.half_life, grid)
     scores, order = combined.scores, combined.order
     if candidate.rule == "frequency":  # the weighted share of first-k* selections, ties by the mean rank
-        scores = combined.frequency[min(grid)]
+        scores = combined.selection_frequency[min(grid)]
         order = np.lexsort((np.arange(len(names)), -combined.scores, -scores))
     gate = np.asarray(laplacian, dtype=np.float64)
     if candidate.laplacian == "carried":

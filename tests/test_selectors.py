@@ -221,7 +221,7 @@ def test_consensus_equals_the_chain_run(table, consensus):
     np.testing.assert_array_equal(consensus.feature_order_, result.ranking.order)
     np.testing.assert_array_equal(consensus.selected_features_, result.selected)
     np.testing.assert_array_equal(consensus.laplacian_scores_, result.laplacian_scores)
-    np.testing.assert_array_equal(consensus.selection_frequency_, result.ranking.frequency[K])
+    np.testing.assert_array_equal(consensus.selection_frequency_, result.ranking.selection_frequency[K])
     for row, order in zip(consensus.member_ranks_, result.ranking.member_orders, strict=True):
         np.testing.assert_array_equal(row, rank_positions(order))
     assert consensus.k_reason_ == result.k_reason
@@ -488,7 +488,7 @@ def test_partial_fit_starts_as_fit_and_carries_each_calls_member(table):
         history = history.add_run([m for m in carried.history_.members if m.run == r], 64)
     combined = combine_kept(history, list(history.members[0].feature_names), 2.0, [K])
     np.testing.assert_array_equal(carried.feature_order_, combined.order)
-    np.testing.assert_allclose(carried.selection_frequency_, combined.frequency[K])
+    np.testing.assert_allclose(carried.selection_frequency_, combined.selection_frequency[K])
     assert np.all((carried.selection_frequency_ >= 0) & (carried.selection_frequency_ <= 1))
 
 
@@ -513,7 +513,7 @@ def test_partial_fit_equals_the_chain_run_with_history_and_previous(table, setti
         np.testing.assert_array_equal(selector.feature_order_, result.ranking.order)
         np.testing.assert_array_equal(selector.selected_features_, result.selected)
         np.testing.assert_array_equal(selector.laplacian_scores_, result.laplacian_scores)
-        np.testing.assert_array_equal(selector.selection_frequency_, result.ranking.frequency[K])
+        np.testing.assert_array_equal(selector.selection_frequency_, result.ranking.selection_frequency[K])
         assert selector.seed_ == result.continuation.seed
         assert [m.seed for m in selector.history_.members] == [m.seed for m in result.history.members]
         assert selector.n_members_ == len(result.history.members) == min(r + 1, config.members.kept)

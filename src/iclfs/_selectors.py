@@ -414,7 +414,7 @@ class ICLFSSelector(_Selector):
         self.feature_order_ = ranking.order
         self._set_selection(result.selected, ranking.order)
         self.member_ranks_ = np.array([_ranks_of(order, n_features) for order in ranking.member_orders])
-        self.selection_frequency_ = ranking.frequency.get(result.k, np.ones(n_features))
+        self.selection_frequency_ = ranking.selection_frequency.get(result.k, np.ones(n_features))
         self.laplacian_scores_ = result.laplacian_scores
         trainings = result.trained.trainings
         self.models_ = [r.model.eval() for m in trainings for r in m.results]

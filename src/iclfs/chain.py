@@ -288,6 +288,6 @@ def run(table: FeatureTable, settings: Settings | None = None, history: MemberHi
     ranking, kept = rank(trained.members, names, laplacian, settings.members, grid, continuation.history,
                          trained.selections, fingerprint)
     held = previous if continuation.holds else None
-    selections = gate(ranking.order, ranking.gate, ranking.frequency, settings.selection, grid, names, held)
-    choice = choose_k(selections, ranking.frequency, settings.selection, d)
+    selections = gate(ranking.order, ranking.gate, ranking.selection_frequency, settings.selection, grid, names, held)
+    choice = choose_k(selections, ranking.selection_frequency, settings.selection, d)
     return ChainResult(prepared, trained, laplacian, ranking, selections, choice, continuation, kept)

@@ -19,7 +19,7 @@ from iclfs.method._evidence import (
     summary_line,
 )
 from iclfs.method._members import member_samples, plan_members
-from iclfs.method._ranking import member_orders, top_k_frequency
+from iclfs.method._ranking import member_orders, selection_frequency
 
 
 def test_meinshausen_buhlmann_bound_is_q_squared_over_2pi_minus_1_p():
@@ -42,7 +42,7 @@ def test_bounds_refuse_sizes_that_mean_nothing(q, p, threshold):
 
 def test_selection_probability_is_the_share_of_members_whose_first_q_hold_a_feature():
     scores = np.array([[4.0, 3.0, 2.0, 1.0], [4.0, 1.0, 3.0, 2.0], [1.0, 4.0, 3.0, 2.0], [4.0, 3.0, 1.0, 2.0]])
-    probability = top_k_frequency(member_orders(scores), 2)
+    probability = selection_frequency(member_orders(scores), 2)
     np.testing.assert_allclose(probability, [0.75, 0.75, 0.5, 0.0])
 
 
@@ -188,7 +188,7 @@ def test_a_lists_evidence_counts_kept_members_of_earlier_runs_as_carried():
     ranking, history = rank(members(), names, np.ones(40), config, [10], MemberHistory(), fingerprint="a")
     first = list_evidence(ranking, 10, config)
     assert first.members == 4 and first.kind == COMPLEMENTARY  # this run's own pairs: the bound applies
-    np.testing.assert_array_equal(first.probability, ranking.frequency[10])
+    np.testing.assert_array_equal(first.probability, ranking.selection_frequency[10])
     ranking, _ = rank(members(), names, np.ones(40), config, [10], history, fingerprint="b")
     second = list_evidence(ranking, 10, config)
     assert second.members == 8 and "carried from earlier runs" in second.reason

@@ -45,7 +45,7 @@ from iclfs.method._ranking import (
     rank,
     rank_scores,
     start,
-    top_k_frequency,
+    selection_frequency,
     usable_history,
 )
 from iclfs.method._scores import embed, feature_scores, rank_score
@@ -127,13 +127,13 @@ def test_fusion_label_names_the_weight_only_when_it_fuses():
 
 def test_frequency_and_jaccard_of_member_top_k():
     orders = np.array([[0, 1, 2, 3], [1, 0, 3, 2], [0, 2, 1, 3]])
-    np.testing.assert_allclose(top_k_frequency(orders, 2), [1, 2 / 3, 1 / 3, 0])
-    np.testing.assert_allclose(top_k_frequency(orders, 2, weights=np.array([2.0, 1.0, 1.0])), [1, 3 / 4, 1 / 4, 0])
+    np.testing.assert_allclose(selection_frequency(orders, 2), [1, 2 / 3, 1 / 3, 0])
+    np.testing.assert_allclose(selection_frequency(orders, 2, weights=np.array([2.0, 1.0, 1.0])), [1, 3 / 4, 1 / 4, 0])
     # members whose scores give those orders (higher is better)
     scores = np.array([[4.0, 3, 2, 1], [3.0, 4, 1, 2], [4.0, 2, 3, 1]])
     np.testing.assert_array_equal(member_orders(scores), orders)
     ranking = combine_run(scores, [2])
-    np.testing.assert_allclose(ranking.frequency[2], [1, 2 / 3, 1 / 3, 0])
+    np.testing.assert_allclose(ranking.selection_frequency[2], [1, 2 / 3, 1 / 3, 0])
     # pairs: {0,1}&{0,1}=1, {0,1}&{0,2}=1/3, {0,1}&{0,2}=1/3
     assert ranking.member_jaccard[2] == pytest.approx((1 + 1 / 3 + 1 / 3) / 3)
     assert combine_run(scores[:1], [2]).member_jaccard[2] is None
@@ -197,7 +197,7 @@ def test_the_chain_orders_by_the_mean_rank_of_the_members():
     np.testing.assert_array_equal(scores, np.array([t.scores["z_norm"] for t in result.trained.trainings]))
     # a run's own members are never fused with the Laplacian rank
     np.testing.assert_allclose(result.ranking.scores, rank_score(scores))
-    assert set(result.ranking.frequency) == {5, 10} and result.k == 5
+    assert set(result.ranking.selection_frequency) == {5, 10} and result.k == 5
     assert result.selected.shape == (5,)
     again = chain.run(table, settings)
     np.testing.assert_array_equal(result.selected, again.selected)
@@ -325,7 +325,7 @@ def test_members_are_aligned_by_name_a_dropped_feature_goes_a_new_one_is_ranked_
     np.testing.assert_allclose(combined.scores, [1.0, 1 / 3, (0.5 + 1 / 3) / 2, 0.5])
     assert combined.order.tolist() == [0, 3, 2, 1]  # e, b, c, d
     assert combined.seen.tolist() == [1, 2, 2, 2]
-    np.testing.assert_allclose(combined.frequency[1], [1.0, 0.0, 0.0, 0.5])  # e by its one member; b by one of two
+    np.testing.assert_allclose(combined.selection_frequency[1], [1.0, 0.0, 0.0, 0.5])  # e by its one member; b by one of two
     assert [o.tolist() for o in combined.member_orders] == [[3, 2, 1], [0, 1, 2, 3]]
 
 
@@ -362,7 +362,7 @@ def test_older_members_weigh_less():
     old = one_run(MemberHistory(), ["a", "b"], [2, 1], seed=1)  # a first
     both = one_run(old, ["a", "b"], [1, 2], seed=2)  # b first, newer
     assert combine_kept(both, ["a", "b"], half_life=1, k_values=[1]).order.tolist() == [1, 0]
-    np.testing.assert_allclose(combine_kept(both, ["a", "b"], half_life=1, k_values=[1]).frequency[1],
+    np.testing.assert_allclose(combine_kept(both, ["a", "b"], half_life=1, k_values=[1]).selection_frequency[1],
                                [1 / 3, 2 / 3])
 
 
@@ -541,8 +541,8 @@ def test_another_methods_own_selection_is_what_a_run_of_it_alone_counts():
     new = [member(1, names, np.zeros(4), method="mcfs")]
     ranking, _ = rank(new, names, np.zeros(4), MembersConfig(), [1, 2], selections={1: np.array([2]),
                                                                                   2: np.array([2, 0])})
-    np.testing.assert_array_equal(ranking.frequency[1], [0, 0, 1, 0])
-    np.testing.assert_array_equal(ranking.frequency[2], [1, 0, 1, 0])
+    np.testing.assert_array_equal(ranking.selection_frequency[1], [0, 0, 1, 0])
+    np.testing.assert_array_equal(ranking.selection_frequency[2], [1, 0, 1, 0])
 
 
 # -- the carried Laplacian scores ---------------------------------------------------------
@@ -576,7 +576,7 @@ def test_a_feature_without_variance_on_this_runs_graph_is_gated_last_whatever_th
     ranking, history = rank([member(2, names, [4.0, 3, 2, 1])], names, now, config, [2], history)
     assert ranking.gate[0] == np.inf and carried_laplacian(history, names, math.inf)[0] == pytest.approx(0.1)
     selection = SelectionConfig(k=2, k_values=(2,), quantile=0.5)
-    chosen = gate(np.arange(4), ranking.gate, ranking.frequency, selection, [2], names)
+    chosen = gate(np.arange(4), ranking.gate, ranking.selection_frequency, selection, [2], names)
     assert 0 not in chosen[2].tolist()  # the members' mean (0.1) would have kept it
 
 

@@ -69,10 +69,10 @@ def test_refreshes_carry_their_members_each_with_its_own_seed_and_replay_to_the_
     assert [json.loads(p.read_text())["seed"] for p in starts] == [member_seed(42, i) for i in range(3)]
 
     ranking = CSVDataset(filepath=str(latest(project, "07_model_output/t/feature_ranking.csv"))).load()
-    assert {"member_0_rank", "member_1_rank", "member_2_rank", "members_seen", "top_5_frequency"} <= set(ranking)
+    assert {"member_0_rank", "member_1_rank", "member_2_rank", "members_seen", "selection_frequency_5"} <= set(ranking)
     assert ranking["score_name"].iloc[0] == "carried mean rank of z_norm (3 members), Laplacian weight 0.5"
     chosen = CSVDataset(filepath=str(latest(project, "07_model_output/t/feature_list.csv"))).load()
-    frequency = chosen["member_frequency"].to_numpy()
+    frequency = chosen["selection_frequency"].to_numpy()
     assert ((0 <= frequency) & (frequency <= 1)).all() and frequency.max() > 0
 
     stability = json.loads(latest(project, "08_reporting/t/selection_stability.json").read_text())

@@ -26,7 +26,7 @@ def test_select_hands_on_the_methods_own_selection_with_every_artifact(tiny_tabl
     direct = baselines.run(method, X, [5, 10], n_clusters=2, seed=42, options=parameters["baselines"][method])
     listing = catalog.load("feature_list")
     assert sorted(listing["feature_index"]) == sorted(direct.selections[5].tolist())  # the registry's, exactly
-    assert listing["member_frequency"].tolist() == [1.0] * 5
+    assert listing["selection_frequency"].tolist() == [1.0] * 5
     selected = catalog.load("selections")
     assert sorted(selected.loc[selected["k"] == 10, "feature_index"]) == sorted(direct.selections[10].tolist())
     ranking = catalog.load("feature_ranking")

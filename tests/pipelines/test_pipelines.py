@@ -178,14 +178,14 @@ def test_consensus_pipeline_keeps_every_members_rank_and_their_agreement(tiny_ta
     assert sorted(set(history["member"])) == [0, 1, 2] and set(history["n_samples"]) == {20}
     assert len(set(history["member_seed"])) == 3
     ranking = catalog.load("feature_ranking")
-    assert {"member_0_rank", "member_1_rank", "member_2_rank", "top_5_frequency", "top_10_frequency"} <= set(ranking)
+    assert {"member_0_rank", "member_1_rank", "member_2_rank", "selection_frequency_5", "selection_frequency_10"} <= set(ranking)
     assert not (ranking["member_0_rank"] == ranking["member_1_rank"]).all()  # the members differ
-    assert set(ranking["top_5_frequency"]) <= {0, 1 / 3, 2 / 3, 1}
+    assert set(ranking["selection_frequency_5"]) <= {0, 1 / 3, 2 / 3, 1}
     assert set(catalog.load("model_state")) == {"member_0", "member_1", "member_2"}
     choice = catalog.load("k_choice")
     assert choice["k"] in (5, 10) and choice["reason"] and set(choice["agreement"]) == {"5", "10"}
     assert len(catalog.load("feature_list")) == choice["k"]
-    assert "member_frequency" in catalog.load("selections")
+    assert "selection_frequency" in catalog.load("selections")
 
 
 def test_feature_blocks_through_the_pipeline_one_network_per_block(tiny_table, fast_parameters):
@@ -365,8 +365,8 @@ def test_select_publishes_a_named_list_the_reduced_data_and_stability(tiny_table
     first = run_pipeline("select", fast_parameters, raw_data=unlabeled)
     listing = first.load("feature_list")
     assert list(listing.columns) == ["rank", "feature_name", "feature_index", "score", "score_name",
-                                     "laplacian_score", "member_frequency"]
-    assert set(listing["member_frequency"]) <= {0.0, 1.0}  # one member: in its first 5, or swapped in by LGRC
+                                     "laplacian_score", "selection_frequency"]
+    assert set(listing["selection_frequency"]) <= {0.0, 1.0}  # one member: in its first 5, or swapped in by LGRC
     assert first.load("k_choice") == {"k": 5, "reason": "selection.k = 5"}
     assert list(listing["rank"]) == [1, 2, 3, 4, 5]
     reduced = first.load("reduced_data")

@@ -318,8 +318,8 @@ def test_without_labels_known_informative_features_are_still_reported(inputs):
 
 
 def test_the_page_is_self_contained_with_every_section_and_figure(inputs):
-    inputs["feature_ranking"]["top_3_frequency"] = 0.5
-    inputs["feature_list"]["member_frequency"] = [1.0, 0.5, 0.5]
+    inputs["feature_ranking"]["selection_frequency_3"] = 0.5
+    inputs["feature_list"]["selection_frequency"] = [1.0, 0.5, 0.5]
     inputs["k_choice"] = {"k": 3, "reason": "auto: the largest k the members agree on", "agreement": {"3": 0.9}}
     page = report.run_report(**inputs)
     assert page.startswith("<!DOCTYPE html>") and page.isascii()
@@ -327,7 +327,7 @@ def test_the_page_is_self_contained_with_every_section_and_figure(inputs):
         assert f'<section id="{key}"><h2>{title}</h2>' in page
         assert f'<li><a href="#{key}">{title}</a></li>' in page
     selected = section(page, "selected")
-    assert "member_frequency" in selected and "<th>score_name</th>" in selected
+    assert "selection_frequency" in selected and "<th>score_name</th>" in selected
     assert "member agreement" in page and "auto: the largest k" in page
     assert "<dt>shape</dt><dd>30 samples &#215; 8 features</dd>" in page  # the one non-ASCII character, referenced
     images = re.findall(r'<img alt="[^"]*" src="data:image/png;base64,([^"]+)">', page)

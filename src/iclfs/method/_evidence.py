@@ -272,7 +272,7 @@ def run_evidence(probability: np.ndarray, q: int, members: int, config: MembersC
     Parameters
     ----------
     probability : array of shape (d,)
-        The selection probability at the list's k (``Ranking.frequency[k]``).
+        The selection probability at the list's k (``Ranking.selection_frequency[k]``).
     q : int
         The list's k.
     members : int
@@ -302,10 +302,10 @@ def run_evidence(probability: np.ndarray, q: int, members: int, config: MembersC
 def list_evidence(ranking: Ranking, k: int, config: MembersConfig, has_members: bool = True) -> Evidence:
     """The evidence of the list at ``k`` from the members a run ranks by (:func:`iclfs.method._ranking.rank`).
 
-    The probability is ``ranking.frequency[k]``; the members are ``ranking.members``, and those of earlier runs
+    The probability is ``ranking.selection_frequency[k]``; the members are ``ranking.members``, and those of earlier runs
     (kept members) are counted as carried (:func:`run_evidence`). ``has_members`` False: a deterministic method,
     which has none.
     """
     members = ranking.members
     carried = len({m.run for m in members}) - 1 if ranking.seen is not None else 0
-    return run_evidence(ranking.frequency[k], k, len(members) if has_members else 0, config, carried)
+    return run_evidence(ranking.selection_frequency[k], k, len(members) if has_members else 0, config, carried)

@@ -362,7 +362,7 @@ def member_orders(member_scores: np.ndarray) -> np.ndarray:
     return np.array([feature_order(s) for s in np.atleast_2d(member_scores)], dtype=np.int64)
 
 
-def top_k_frequency(orders: np.ndarray, k: int, weights: np.ndarray | None = None) -> np.ndarray:
+def selection_frequency(orders: np.ndarray, k: int, weights: np.ndarray | None = None) -> np.ndarray:
     """(d,) share of the members whose first k include each feature (weighted, with ``weights``)."""
     orders = np.atleast_2d(orders)
     weights = np.ones(len(orders)) if weights is None else np.asarray(weights, dtype=np.float64)
@@ -385,7 +385,7 @@ class Ranking:
         Feature indices, best first (ties by index).
     member_orders : ndarray of shape (members, d), or list of arrays
         Each member's order, best first; kept members order only the current features they saw.
-    frequency : dict of int to ndarray of shape (d,)
+    selection_frequency : dict of int to ndarray of shape (d,)
         Per k: the (age-weighted) share of the members whose first k include each feature.
     member_jaccard : dict of int to float or None
         Per k: the mean pairwise Jaccard index of the members' first k (None with one member).
@@ -403,7 +403,7 @@ class Ranking:
     scores: np.ndarray
     order: np.ndarray
     member_orders: np.ndarray | list[np.ndarray]
-    frequency: dict[int, np.ndarray]
+    selection_frequency: dict[int, np.ndarray]
     member_jaccard: dict[int, float | None]
     seen: np.ndarray | None = None
     weights: np.ndarray | None = None
@@ -425,7 +425,7 @@ def combine_run(member_scores: np.ndarray, k_values: Sequence[int]) -> Ranking:
         scores=scores,
         order=feature_order(scores),
         member_orders=orders,
-        frequency={k: top_k_frequency(orders, k) for k in k_values},
+        selection_frequency={k: selection_frequency(orders, k) for k in k_values},
         member_jaccard={k: mean_pairwise_jaccard([order[:k] for order in orders]) for k in k_values},
     )
 
@@ -440,7 +440,7 @@ def combine_kept(history: MemberHistory, feature_names: Sequence[str], half_life
     -------
     Ranking
         ``scores``: the weighted mean rank score; ``member_orders``: each
-        member's order of the current features it saw; ``frequency`` per k;
+        member's order of the current features it saw; ``selection_frequency`` per k;
         ``seen`` and ``weights``.
     """
     if not history.members:
@@ -474,8 +474,9 @@ def combine_kept(history: MemberHistory, feature_names: Sequence[str], half_life
         frequency = {k: np.where(covered > 0, c / np.where(covered > 0, covered, 1.0), 0.0)
                      for k, c in counts.items()}
     agreement = {k: mean_pairwise_jaccard([o[:k] for o in orders]) for k in counts}
-    return Ranking(scores=mean_rank, order=feature_order(mean_rank), member_orders=orders, frequency=frequency,
-                   member_jaccard=agreement, seen=seen, weights=weights, members=history.members)
+    return Ranking(scores=mean_rank, order=feature_order(mean_rank), member_orders=orders,
+                   selection_frequency=frequency, member_jaccard=agreement, seen=seen, weights=weights,
+                   members=history.members)
 
 
 def carried_laplacian(history: MemberHistory, feature_names: Sequence[str], half_life: float) -> np.ndarray:
@@ -548,8 +549,9 @@ def rank(new: Sequence[Member], feature_names: Sequence[str], laplacian: np.ndar
     ranking.members = tuple(new)
     if selections:
         d = len(feature_names)
-        ranking.frequency = {**ranking.frequency, **{k: np.isin(np.arange(d), chosen).astype(float)
-                                                     for k, chosen in selections.items() if k in ranking.frequency}}
+        own = {k: np.isin(np.arange(d), chosen).astype(float) for k, chosen in selections.items()
+               if k in ranking.selection_frequency}
+        ranking.selection_frequency = {**ranking.selection_frequency, **own}
     kept = None if history is None else history.add_run(new, config.kept)
     first = history is None or not history.members
     if not first:

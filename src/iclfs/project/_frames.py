@@ -29,10 +29,12 @@ def indices_by_k(selections: pd.DataFrame) -> dict[int, np.ndarray]:
 
 
 def frequencies(feature_ranking: pd.DataFrame) -> dict[int, np.ndarray]:
-    """``{k: (d,) member top-k frequency}`` from ``feature_ranking``'s ``top_<k>_frequency`` columns."""
+    """``{k: (d,) selection frequency}`` (the share of the members whose first k include each feature) from
+    ``feature_ranking``'s ``selection_frequency_<k>`` columns."""
     by_index = feature_ranking.sort_values("feature_index")
-    return {int(c.split("_")[1]): by_index[c].to_numpy() for c in feature_ranking.columns
-            if c.startswith("top_") and c.endswith("_frequency")}
+    prefix = "selection_frequency_"
+    return {int(c[len(prefix):]): by_index[c].to_numpy() for c in feature_ranking.columns
+            if c.startswith(prefix) and c[len(prefix):].isdigit()}
 
 
 def partitions(loaded: Mapping[str, Callable[[], pd.DataFrame] | pd.DataFrame] | None) -> dict[str, pd.DataFrame]:

@@ -26,7 +26,7 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
         One row per feature, best first: ``rank`` (1 = best), ``feature_index``,
         ``feature_name``, ``score`` (what orders them), ``score_name``,
         ``laplacian_gate`` (the Laplacian score LGRC gates by: the kept members' mean for a carrying ICLFS run,
-        else this run's), and ``top_<k>_frequency`` (the weighted share of the members whose first k
+        else this run's), and ``selection_frequency_<k>`` (the weighted share of the members whose first k
         include it, for every k of the grid; for another method run once, 1
         for the features it selects at k). With two members or more also
         ``member_<i>_rank`` (member i's rank of the feature; for kept
@@ -79,7 +79,7 @@ def ranking_table(feature_names: list[str], ranking: Ranking, score_name: str, o
         "laplacian_gate": np.asarray(gate, dtype=np.float64)[order],
     })
     for k in grid:
-        table[f"top_{k}_frequency"] = ranking.frequency[k][order]
+        table[f"selection_frequency_{k}"] = ranking.selection_frequency[k][order]
     if len(orders) > 1:
         for i, member_order in orders.items():
             table[f"member_{i}_rank"] = _rank_column(member_order, order)  # a member's rank among what it saw

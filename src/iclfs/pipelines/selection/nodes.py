@@ -25,14 +25,14 @@ def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame
     holds each list to the last list handed on at its k
     (``previous_selections``). Another ``selection.method`` is not
     corrected: its selection at k is the k features of highest
-    ``top_<k>_frequency`` (its own selection at k, or, carried, the features
+    ``selection_frequency_<k>`` (its own selection at k, or, carried, the features
     its members chose most), ties by the order.
 
     Returns
     -------
     DataFrame
         Rows ``k, rank, feature_index, feature_name, score, score_name, laplacian_score``
-        and ``member_frequency`` (the fraction of the members
+        and ``selection_frequency`` (the fraction of the members
         whose first k include the feature); ``rank`` is the position within
         the selection (1 = best).
     """
@@ -57,8 +57,8 @@ def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame
             "score_name": by_index.loc[chosen, "score_name"].to_numpy(),  # the score's meaning changes once carried
             "laplacian_score": ls[chosen],
         })
-        if f"top_{k}_frequency" in by_index:
-            part["member_frequency"] = by_index.loc[chosen, f"top_{k}_frequency"].to_numpy()
+        if f"selection_frequency_{k}" in by_index:
+            part["selection_frequency"] = by_index.loc[chosen, f"selection_frequency_{k}"].to_numpy()
         parts.append(part)
     return pd.concat(parts, ignore_index=True)
 
@@ -93,7 +93,7 @@ def list_at_k(selections: pd.DataFrame, k_choice: dict) -> pd.DataFrame:
     if chosen.empty:
         raise ValueError(f"k = {k} was not selected; selected k: {sorted(selections['k'].unique())}")
     columns = ["rank", "feature_name", "feature_index", "score", "score_name", "laplacian_score"]
-    columns += ["member_frequency"] if "member_frequency" in chosen else []
+    columns += ["selection_frequency"] if "selection_frequency" in chosen else []
     return chosen[columns].reset_index(drop=True)
 
 
