@@ -123,7 +123,7 @@ def ranking(orders: list[list[int]], seen: list[int] | None = None) -> pd.DataFr
     """A feature_ranking whose member i orders the features ``orders[i]`` (best first): its member_<i>_rank."""
     d = len(orders[0])
     table = pd.DataFrame({"feature_name": [f"f{j}" for j in range(d)], "feature_index": np.arange(d),
-                          "rank": np.arange(1, d + 1)})
+                          "rank": np.arange(1, d + 1), "members": len(orders)})
     for i, order in enumerate(orders):
         ranks = np.empty(d, dtype=int)
         ranks[np.asarray(order)] = np.arange(1, d + 1)

@@ -360,7 +360,8 @@ def _stability_after(earlier_lists: list[list[str]], current: list[str], members
     from iclfs.project._tracked import run_metrics
 
     names = list("abcdefgh")
-    ranking = pd.DataFrame({"rank": np.arange(1, 9), "feature_index": np.arange(8), "feature_name": names})
+    ranking = pd.DataFrame({"rank": np.arange(1, 9), "feature_index": np.arange(8), "feature_name": names,
+                            "members": members})
     for m in range(members):
         ranking[f"member_{m}_rank"] = np.roll(np.arange(1, 9), m)
     listed = pd.DataFrame({"rank": np.arange(1, len(current) + 1), "feature_name": current})

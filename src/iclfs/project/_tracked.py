@@ -116,8 +116,7 @@ def run_metrics(saved: Any) -> tuple[dict[str, float], pd.DataFrame | None]:
         metrics["samples"], metrics["features"] = map(float, standardized.shape)
     ranking = saved("feature_ranking")
     if ranking is not None:
-        members = [c for c in ranking.columns if c.startswith("member_") and c.endswith("_rank")]
-        metrics["members"] = float(max(len(members), 1))
+        metrics["members"] = float(ranking["members"].iloc[0])  # the members the order combines
     per_k = None
     table = saved("evaluation_table")
     if table is not None and "k" in table:

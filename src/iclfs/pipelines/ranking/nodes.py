@@ -24,7 +24,8 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
     -------
     feature_ranking : DataFrame
         One row per feature, best first: ``rank`` (1 = best), ``feature_index``,
-        ``feature_name``, ``score`` (what orders them), ``score_name``,
+        ``feature_name``, ``score`` (what orders them), ``score_name``, ``members`` (how many members the
+        order combines, on every row),
         ``laplacian_gate`` (the Laplacian score LGRC gates by: the kept members' mean for a carrying ICLFS run,
         else this run's), and ``selection_frequency_<k>`` (the weighted share of the members whose first k
         include it, for every k of the grid; for another method run once, 1
@@ -76,6 +77,7 @@ def ranking_table(feature_names: list[str], ranking: Ranking, score_name: str, o
         "feature_name": np.asarray(feature_names, dtype=object)[order],
         "score": np.asarray(ranking.scores)[order],
         "score_name": score_name,
+        "members": len(ranking.members),  # the members the order combines: this run's, or every member kept
         "laplacian_gate": np.asarray(gate, dtype=np.float64)[order],
     })
     for k in grid:

@@ -103,7 +103,7 @@ def compare_with_previous(selections: pd.DataFrame, previous_selections: pd.Data
     lists = list_stability(feature_list, previous_lists, names)
     agreement = member_stability(feature_ranking, k)
     summary["nogueira"] = {"k": k, "lists": lists, "members": agreement}
-    combined = _members_in(feature_ranking)
+    combined = int(feature_ranking["members"].iloc[0])
     seen = feature_ranking["members_seen"] if "members_seen" in feature_ranking else None
     summary["history"] = {"carry": bool(history_start.get("carry")), "method": method, "members": combined,
                           "kept": MembersConfig.from_dict(members).kept, "note": history_start.get("note"),
@@ -120,11 +120,6 @@ def signal(agreement: dict | None) -> dict | None:
         return None  # an interval needs three members or more
     return {"phi": agreement["phi"], "lower": agreement["lower"], "upper": agreement["upper"],
             "members": agreement["selections"], "above_chance": bool(agreement["lower"] > 0)}
-
-
-def _members_in(feature_ranking: pd.DataFrame) -> int:
-    columns = [c for c in feature_ranking.columns if c.startswith("member_") and c.endswith("_rank")]
-    return max(len(columns), 1)
 
 
 def list_stability(feature_list: pd.DataFrame, previous_lists: pd.DataFrame,
