@@ -168,3 +168,21 @@ def _pid_of(report: Path) -> str:
     written = sorted(p.stem for p in report.glob("*.json"))
     assert len(written) == 1, written
     return written[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("first", "in_force"), [("from iclfs import ICLFSSelector", True),
+                                                 ("import torch", False)], ids=["iclfs-first", "torch-first"])
+def test_in_a_users_own_python_the_selector_sets_the_policy_unless_torch_came_first(first, in_force):
+    """The selector's import applies the policy; after ``import torch`` libgomp has read its settings already,
+    which is why the docs say to set them before Python starts."""
+    code = f"{first}\nfrom iclfs import ICLFSSelector, _threads\nimport torch\ntorch.ones(2) + 1\n" \
+           "print(_threads.APPLIED.torch_loaded)"
+    env = {k: v for k, v in os.environ.items() if k not in (*_threads.POLICY_VARIABLES, POLICY_VARIABLE)}
+    done = subprocess.run([PYTHON, "-c", code], env=env | {"OMP_DISPLAY_ENV": "VERBOSE"}, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(not in_force)]
+    # the first libgomp to print is torch's (scikit-learn's own copy, where it has one, loads later)
+    spin = re.findall(r"GOMP_SPINCOUNT = '(\d+)'", done.stderr)
+    assert spin[0] == (expected_spin_count(dict(POLICIES[DEFAULT_POLICY].environment)) if in_force else "300000")
