@@ -188,7 +188,7 @@ def test_a_lists_evidence_counts_kept_members_of_earlier_runs_as_carried():
     ranking, history = rank(members(), names, np.ones(40), config, [10], MemberHistory(), fingerprint="a")
     first = list_evidence(ranking, 10, config)
     assert first.members == 4 and first.kind == COMPLEMENTARY  # this run's own pairs: the bound applies
-    np.testing.assert_array_equal(first.probability, ranking.selection_frequency[10])
+    np.testing.assert_array_equal(first.selection_frequency, ranking.selection_frequency[10])
     ranking, _ = rank(members(), names, np.ones(40), config, [10], history, fingerprint="b")
     second = list_evidence(ranking, 10, config)
     assert second.members == 8 and "carried from earlier runs" in second.reason

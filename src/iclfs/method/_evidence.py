@@ -112,12 +112,13 @@ class Evidence:
 
     Attributes
     ----------
-    probability : ndarray of shape (d,)
-        Each feature's selection probability: the (weighted) share of the members whose first ``q`` include it.
+    selection_frequency : ndarray of shape (d,)
+        Each feature's selection frequency, the estimate of its selection probability: the (weighted) share of
+        the members whose first ``q`` include it.
     threshold : float
-        π: a feature is stable when its probability is at least this.
+        π: a feature is stable when its selection frequency is at least this.
     stable : ndarray of shape (s,)
-        The stable features' indices, by probability (highest first), ties by index.
+        The stable features' indices, by selection frequency (highest first), ties by index.
     members : int
         How many members the probabilities rest on (0: a deterministic method, no evidence).
     q : int
@@ -130,7 +131,7 @@ class Evidence:
         Why there is no bound, or why it says nothing; None when it bites.
     """
 
-    probability: np.ndarray
+    selection_frequency: np.ndarray
     threshold: float
     stable: np.ndarray
     members: int
@@ -141,7 +142,7 @@ class Evidence:
 
     @property
     def n_features(self) -> int:
-        return int(len(self.probability))
+        return int(len(self.selection_frequency))
 
     @property
     def claims(self) -> bool:
@@ -200,14 +201,15 @@ def summary_line(facts: Mapping, stable_listed: int, listed: int) -> str:
     return f"{head}; expected false selections among them <= {facts['bound']:.2g} ({facts['bound_kind']})"
 
 
-def evidence(probability: np.ndarray, q: int, members: int, threshold: float = THRESHOLD,
+def evidence(selection_frequency: np.ndarray, q: int, members: int, threshold: float = THRESHOLD,
              complementary: bool = False, half_samples: bool = True, caveat: str | None = None) -> Evidence:
-    """The stable set of ``probability`` at ``threshold`` and the bound that applies to it.
+    """The stable set of ``selection_frequency`` at ``threshold`` and the bound that applies to it.
 
     Parameters
     ----------
-    probability : array of shape (d,)
-        Each feature's selection probability over the ``members`` (each selects its first ``q``).
+    selection_frequency : array of shape (d,)
+        Each feature's share of the ``members`` that select it (each selects its first ``q``): the estimate of its
+        selection probability.
     q : int
         The features each member selects (the list's k).
     members : int
@@ -225,7 +227,7 @@ def evidence(probability: np.ndarray, q: int, members: int, threshold: float = T
     -------
     Evidence
     """
-    probability = np.asarray(probability, dtype=np.float64)
+    probability = np.asarray(selection_frequency, dtype=np.float64)
     if probability.ndim != 1:
         raise ValueError(f"selection probabilities are one per feature, shape (d,), got {probability.shape}")
     if np.any((probability < 0) | (probability > 1)) or not np.all(np.isfinite(probability)):
@@ -265,14 +267,14 @@ def _bound(q: int, p: int, threshold: float, members: int, complementary: bool, 
     return MEINSHAUSEN_BUHLMANN, meinshausen_buhlmann_bound(q, p, threshold), None
 
 
-def run_evidence(probability: np.ndarray, q: int, members: int, config: MembersConfig, carried_runs: int = 0
+def run_evidence(selection_frequency: np.ndarray, q: int, members: int, config: MembersConfig, carried_runs: int = 0
                  ) -> Evidence:
     """The evidence of a run's list: :func:`evidence` with the bound its members' settings allow.
 
     Parameters
     ----------
-    probability : array of shape (d,)
-        The selection probability at the list's k (``Ranking.selection_frequency[k]``).
+    selection_frequency : array of shape (d,)
+        The selection frequency at the list's k (``Ranking.selection_frequency[k]``).
     q : int
         The list's k.
     members : int
@@ -296,15 +298,15 @@ def run_evidence(probability: np.ndarray, q: int, members: int, config: MembersC
                   "half-samples of one table (members.carry false gives them)")
     complementary = config.sampling == "complementary"
     half = config.sampling == "random" and config.subsample == 0.5
-    return evidence(probability, q, members, config.threshold, complementary, half, caveat)
+    return evidence(selection_frequency, q, members, config.threshold, complementary, half, caveat)
 
 
 def list_evidence(ranking: Ranking, k: int, config: MembersConfig, has_members: bool = True) -> Evidence:
     """The evidence of the list at ``k`` from the members a run ranks by (:func:`iclfs.method._ranking.rank`).
 
-    The probability is ``ranking.selection_frequency[k]``; the members are ``ranking.members``, and those of earlier runs
-    (kept members) are counted as carried (:func:`run_evidence`). ``has_members`` False: a deterministic method,
-    which has none.
+    The frequency is ``ranking.selection_frequency[k]``; the members are ``ranking.members``, and those of
+    earlier runs (kept members) are counted as carried (:func:`run_evidence`). ``has_members`` False: a
+    deterministic method, which has none.
     """
     members = ranking.members
     carried = len({m.run for m in members}) - 1 if ranking.seen is not None else 0
