@@ -22,9 +22,9 @@ of every score array (the order's scores, the Laplacian scores, each
 member's scores). ``check`` runs the same again and names each entry that
 differs: a refactor that changes no behaviour leaves every one equal.
 
-The settings are given as dotted keys. Keys a later version renamed keep
-working through the deprecation map of :mod:`iclfs.method._config`, so the
-record made before a rename checks the code after it.
+The settings are given as dotted keys, by their current names: a key of an
+earlier version is refused (:func:`iclfs.method._config.refuse_old_names`),
+so a rename updates :data:`CASES` with it.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import numpy as np
 DATASETS = ("lung_small", "warpPIE10P")
 FOLDERS = ("../shared/validation", "../shared/datasets")
 EPOCHS = 5
-#: The cases' settings, as dotted keys (the names of the version the record was made with).
+#: The cases' settings, as dotted keys.
 CASES = {
     "one_run": {"training.epochs": EPOCHS},
     "two_members": {"training.epochs": EPOCHS, "members.per_run": 2, "members.epochs": EPOCHS},

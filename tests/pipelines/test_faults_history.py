@@ -19,7 +19,7 @@ from kedro.io.core import Version
 
 from iclfs.io.datasets import MemberHistoryDataset, MemberHistoryView
 from iclfs.method._config import MembersConfig, ParameterError, RankingConfig, Settings
-from iclfs.method._ranking import MemberHistory
+from iclfs.method._ranking import HistoryError, MemberHistory
 from iclfs.pipelines.ranking.nodes import rank_features
 from iclfs.pipelines.selection.nodes import select_every_k
 from iclfs.pipelines.training.nodes import start_history
@@ -153,6 +153,18 @@ def test_an_old_key_beside_its_new_one_is_refused_naming_the_new_name():
     """Issue 58: conf/local set history.max_members: 3 and members.kept: 9, and the old key won silently."""
     with pytest.raises(ParameterError, match=r"^parameter history.max_members is now members.kept: rename it"):
         Settings.from_parameters({"members": {"kept": 9}, "history": {"max_members": 3}})
+
+
+def test_a_history_start_an_earlier_version_wrote_is_refused_in_one_line_by_ranking_and_selection(tmp_path):
+    run = Run(tmp_path, versions(1)[0], GENES, draw=0)
+    run.start()
+    table, _ = run.rank()
+    run.record = {"carry": True, "seed": 42, "members": 0, "runs": 0, "version": None, "note": None}  # before 0.3
+    message = r"^history_start lacks afresh, holds, next_index, used: an earlier version of iclfs wrote it. Run the"
+    with pytest.raises(HistoryError, match=message):
+        run.rank()
+    with pytest.raises(HistoryError, match=message):
+        run.select(table, pd.DataFrame())
 
 
 #: Issue 58's member-history rows, each with its test (the old key in a real Kedro session's conf is also

@@ -41,7 +41,8 @@ from ._scores import feature_order, rank_positions, rank_score
 from ._stability import mean_pairwise_jaccard
 
 __all__ = ["Continuation", "HistoryError", "Member", "MemberHistory", "Ranking", "carried_laplacian",
-           "combine_kept", "combine_run", "fuse_laplacian", "member_seed", "rank", "resume", "start"]
+           "check_record", "combine_kept", "combine_run", "fuse_laplacian", "member_seed", "rank", "resume",
+           "start"]
 
 
 class HistoryError(ValueError):
@@ -298,6 +299,16 @@ def start(stored: MemberHistory | None, feature_names: Sequence[str], seed: int,
     return Continuation(history, member_seed(seed, history.next_index), note)
 
 
+def check_record(record: dict) -> dict:
+    """``record`` (a run's ``history_start``), refused in one line when an earlier version wrote it without the
+    decision's every field."""
+    missing = sorted({"carry", "seed", "next_index", "version", "afresh", "used", "holds"} - set(record))
+    if missing:
+        raise HistoryError(f"history_start lacks {', '.join(missing)}: an earlier version of iclfs wrote it. Run "
+                           "the training stage again (or kedro run --pipelines select)")
+    return record
+
+
 def resume(record: dict, stored, method: str = "iclfs") -> Continuation:
     """The :class:`Continuation` a ``record`` (:meth:`Continuation.record`) names, its history read as it was.
 
@@ -305,6 +316,7 @@ def resume(record: dict, stored, method: str = "iclfs") -> Continuation:
     :class:`~iclfs.io.datasets.MemberHistories`). Nothing is decided again: the version, the members used and the
     next member number are the record's, so a history another run stores meanwhile changes nothing.
     """
+    check_record(record)
     seed, note = int(record["seed"]), record.get("note")
     if not record.get("carry"):
         return Continuation(None, seed, note)

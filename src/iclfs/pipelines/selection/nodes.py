@@ -9,6 +9,7 @@ import pandas as pd
 from iclfs.method import _k_choice as k_choice
 from iclfs.method._config import SelectionConfig
 from iclfs.method._lgrc import gate
+from iclfs.method._ranking import check_record
 from iclfs.method._preprocessing import DataValidationError, FeatureTable, as_numeric_matrix
 from iclfs.project._frames import frequencies, indices_by_k, k_grid, laplacian_vector, lists_by_name, previous_of
 
@@ -38,7 +39,8 @@ def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame
     """
     config = SelectionConfig.from_dict(selection)
     # the last list of this method, never another's
-    previous = lists_by_name(previous_of(previous_selections, config.method)) if history_start["holds"] else None
+    holds = check_record(history_start)["holds"]
+    previous = lists_by_name(previous_of(previous_selections, config.method)) if holds else None
     by_index = feature_ranking.set_index("feature_index").sort_index()
     order = feature_ranking["feature_index"].to_numpy()
     names = by_index["feature_name"].astype(str).tolist()
