@@ -163,7 +163,8 @@ def test_a_store_locked_from_the_end_of_training_keeps_the_run_and_marks_its_mlf
             session.run()
     locker.holder.wait(timeout=60)
     message = str(failed.value)
-    assert message.startswith("the run ran and is kept as any complete run, but the MLflow tracking store ")
+    assert message.startswith("the run ran and is kept as any complete run, but tracking it failed at the MLflow "
+                              "tracking store ")
     assert "database is locked" in message and "is marked FAILED" in message and "Nothing was run" not in message
     (version,) = versions(project, "07_model_output/synthetic/selections.csv")  # kept, once, with its record
     record = project / "data/08_reporting/synthetic/run_record.json" / version / "run_record.json"

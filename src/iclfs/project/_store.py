@@ -1,7 +1,6 @@
-"""The MLflow store: which one (:func:`tracking_config`), checked before a run writes anything
-(:func:`check_tracking_store`: one message naming the URI, never its password, where it came from and the fix),
-and a SQLite store opened by one process at a time (:func:`opened_alone`: MLflow makes a new store's tables on
-first use, and two runs started together on a fresh project would both make them, and one fail).
+"""The MLflow store: which one (:func:`tracking_config`), checked before a run writes anything (one message naming
+the URI, never its password, where it came from and the fix), and a SQLite store opened by one process at a time
+(MLflow makes a new store's tables on first use: of two runs started together on a fresh project, one would fail).
 """
 
 from __future__ import annotations
@@ -22,13 +21,13 @@ from kedro.config import MissingConfigException
 
 from iclfs.method._config import ParameterError
 
-#: How long a tracking server may take to answer, and how often MLflow's client tries again, for this run
-#: (where the user has not set them): a server that never answers fails the run in seconds, not in 7 x 120 s.
+#: A server's answer time and MLflow's retries where the user set none: seconds to fail, not 7 x 120 s.
 MLFLOW_TIMEOUTS = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "10", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1"}
 CONNECT_TIMEOUT = 5.0
 #: How long a run waits for another process that opens a fresh SQLite store (making its tables takes a second).
 FIRST_USE_TIMEOUT = 120.0
 DEFAULT_URI = "sqlite:///mlflow.db"
+IN_CONF = "server.mlflow_tracking_uri in mlflow.yml"
 #: The project's mlflow.yml keys before kedro-mlflow, and where each lives now.
 FORMER_KEYS = {"tracking_uri": "server.mlflow_tracking_uri", "experiment": "tracking.experiment.name",
                "enabled": "tracking.disable_tracking.pipelines (the pipelines not to track, e.g. [select])"}
@@ -55,7 +54,7 @@ def mask_credentials(uri: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
 
 
-def refuse(uri: str, problem: str, origin: str = "server.mlflow_tracking_uri in mlflow.yml") -> TrackingUnavailableError:
+def refuse(uri: str, problem: str, origin: str = IN_CONF) -> TrackingUnavailableError:
     """The one-line refusal of a run whose store at ``uri`` (set by ``origin``) has ``problem``."""
     return TrackingUnavailableError(
         f"the MLflow tracking store {mask_credentials(uri)} ({origin}) {problem}. Nothing was run. Fix it, or "
@@ -63,16 +62,10 @@ def refuse(uri: str, problem: str, origin: str = "server.mlflow_tracking_uri in 
         "(docs/guides/tracking.md).")
 
 
-def check_tracking_store(uri: str, timeout: float = CONNECT_TIMEOUT, origin: str | None = None) -> None:
+def check_tracking_store(uri: str, timeout: float = CONNECT_TIMEOUT, origin: str = IN_CONF) -> None:
     """Raise :class:`TrackingUnavailableError` when the store at ``uri`` cannot take a run; nothing is written.
-
-    ``http(s)``: the server must accept a connection and answer ``/health``
-    without an error within ``timeout`` seconds. ``sqlite``: the file must be a
-    SQLite database (or not exist yet, in a folder this process may write), and
-    writable. ``file`` (``./mlruns``): refused, as MLflow 3 refuses it. Other
-    schemes are left to MLflow.
-    """
-    origin = origin or "server.mlflow_tracking_uri in mlflow.yml"
+    A server must answer ``/health`` within ``timeout`` s; a SQLite file must be one, and writable (or creatable);
+    a folder store is refused, as MLflow 3 refuses it; other schemes are left to MLflow."""
     scheme = urllib.parse.urlsplit(uri).scheme
     if scheme in ("http", "https"):
         _check_server(uri, timeout, origin)
@@ -137,14 +130,22 @@ def _check_sqlite(uri: str, origin: str) -> None:
         raise refuse(uri, f"cannot be read as a database ({err})", origin) from None
 
 
+def make_experiment(uri: str, experiment: dict) -> None:
+    """Make a missing experiment before kedro-mlflow does: of two first runs on a fresh server, the loser carries on
+    (kedro-mlflow would fail it). One with ``create_experiment_kwargs`` is left to kedro-mlflow to make."""
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    if not any((experiment.get("create_experiment_kwargs") or {}).values()) and client.get_experiment_by_name(
+            experiment["name"]) is None:
+        with contextlib.suppress(mlflow.exceptions.MlflowException):
+            client.create_experiment(experiment["name"])
+
+
 @contextlib.contextmanager
 def opened_alone(uri: str, timeout: float = FIRST_USE_TIMEOUT) -> Iterator[None]:
-    """Hold the SQLite store at ``uri`` for this process alone (nothing for another kind of store).
-
-    The lock is ``.<file>.lock`` beside the store (:mod:`filelock`); the
-    process holding it writes who it is in ``.<file>.lock.holder``, so a run
-    that waits longer than ``timeout`` seconds names it.
-    """
+    """Hold the SQLite store at ``uri`` for this process alone: ``.<file>.lock`` beside it (:mod:`filelock`); the
+    holder writes who it is in ``.<file>.lock.holder``, so a run that waits past ``timeout`` s names it."""
     path = sqlite_path(uri)
     if path is None:
         yield
@@ -172,10 +173,9 @@ def opened_alone(uri: str, timeout: float = FIRST_USE_TIMEOUT) -> Iterator[None]
         lock.release()
 
 
-def tracking_config(loader: Any, environ: dict | None = None) -> tuple[dict, str]:
+def tracking_config(loader: Any) -> tuple[dict, str]:
     """``mlflow.yml`` checked against kedro-mlflow's schema, with the store this run tracks to; and where the
     store came from. A former key, an unknown key or a value of the wrong type is one :class:`ParameterError`."""
-    environ = os.environ if environ is None else environ
     try:
         config = dict(loader["mlflow"] or {})
     except MissingConfigException:
@@ -193,8 +193,8 @@ def tracking_config(loader: Any, environ: dict | None = None) -> tuple[dict, str
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e['input']!r})" for e in err.errors())
         raise ParameterError(f"mlflow.yml: {problems} (kedro-mlflow's mlflow.yml: docs/guides/tracking.md)") from None
     server, tracking = dict(config.get("server") or {}), dict(config.get("tracking") or {})
-    origin, uri = "server.mlflow_tracking_uri in mlflow.yml", server.get("mlflow_tracking_uri") or DEFAULT_URI
-    if environ.get("MLFLOW_TRACKING_URI"):
-        origin, uri = "MLFLOW_TRACKING_URI in the environment", environ["MLFLOW_TRACKING_URI"]
+    origin, uri = IN_CONF, server.get("mlflow_tracking_uri") or DEFAULT_URI
+    if os.environ.get("MLFLOW_TRACKING_URI"):  # MLflow's convention: the environment wins
+        origin, uri = "MLFLOW_TRACKING_URI in the environment", os.environ["MLFLOW_TRACKING_URI"]
     tracking["experiment"] = {"name": "iclfs", **(tracking.get("experiment") or {})}
     return {**config, "server": {**server, "mlflow_tracking_uri": uri}, "tracking": tracking}, origin

@@ -24,7 +24,7 @@ from iclfs.method._runtime import ResourceLimitError
 from ._resolvers import DataSourceError
 from ._runs import pipelines_run
 from ._store import DEFAULT_URI, TrackingFailedError, TrackingUnavailableError, check_tracking_store, from_store
-from ._store import mask_credentials, opened_alone, refuse, tracking_config
+from ._store import make_experiment, mask_credentials, opened_alone, refuse, tracking_config
 from ._tracked import log_outputs, run_tags
 
 LOGGER = logging.getLogger(__name__)
@@ -73,6 +73,7 @@ class TrackingHook:
         loader["mlflow"] = config  # what kedro-mlflow reads: the store chosen here
         with opened_alone(self._uri):
             try:
+                make_experiment(self._uri, config["tracking"]["experiment"])
                 return (yield)
             except Exception as err:
                 if not from_store(err):
@@ -166,10 +167,10 @@ class TrackingHook:
         if self._failure is not None:
             state = "is marked FAILED" if self._mark_failed(run_id) else "could not be marked FAILED: it shows RUNNING"
             raise TrackingFailedError(
-                f"the run ran and is kept as any complete run, but the MLflow tracking store "
-                f"{mask_credentials(self._uri)} ({self._origin}) failed while it was tracked "
-                f"({type(self._failure).__name__}: {str(self._failure)[:300]}); its MLflow run {run_id} {state}. "
-                "Fix the store (docs/guides/tracking.md); the next run tracks as usual.")
+                f"the run ran and is kept as any complete run, but tracking it failed at the MLflow tracking store "
+                f"{mask_credentials(self._uri)} ({self._origin}): {type(self._failure).__name__}: "
+                f"{str(self._failure)[:300]}; its MLflow run {run_id} {state}. Fix the store "
+                "(docs/guides/tracking.md); the next run tracks as usual.") from self._failure
         return result
 
     @staticmethod
