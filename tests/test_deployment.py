@@ -483,3 +483,26 @@ def test_the_notebook_shows_the_method_it_is_given_not_the_newest_run(tmp_path):
     assert (result["combined"], result["trained"]) == (2, 1), result
     assert f"/{result['version']}/" in result["report"]
 
+
+
+def test_a_dag_written_for_a_hostile_environment_name_is_parsed_by_airflow_without_running_it(tmp_path):
+    """Airflow's own DAG parsing (what its DAG processor does) of a DAG whose environment folder's name holds
+    code: the DAG is listed, and the code never ran."""
+    airflow = airflow_executable()
+    payload = 'x""";__import__("os").system("touch PWNED");"""\'\'\';__import__("os").system("touch PWNED");#\n'
+    project = tmp_path / "project"
+    local = copy_project(project)
+    write_table(project / "data/01_raw/expr.tsv.gz", expression_table())
+    (project / "conf" / payload).mkdir()
+    (project / "conf" / payload / "parameters_sources.yml").write_text(yaml.safe_dump(README_SOURCE))
+    assert local.is_dir()
+    logs = tmp_path / "logs"
+    succeeded(run([PYTHON, "-m", "kedro", "dag", SOURCE, "--env", payload], project), "kedro dag", logs)
+    airflow_env = environment(AIRFLOW_HOME=str(tmp_path / "airflow_home"), AIRFLOW__CORE__LOAD_EXAMPLES="False",
+                              AIRFLOW__CORE__DAGS_FOLDER=str(project / "airflow_dags"))
+    succeeded(run([airflow, "db", "migrate"], project, airflow_env), "airflow db migrate", logs)
+    output = succeeded(run([airflow, "dags", "list", "--local", "-o", "json"], project, airflow_env),
+                       "airflow dags list", logs)
+    (listing,) = [line for line in output.splitlines() if line.startswith("[")]
+    assert [dag["dag_id"] for dag in json.loads(listing)] == [f"iclfs_{SOURCE}"], output[-3000:]
+    assert not list(tmp_path.rglob("PWNED")), "a value in the DAG ran as code when Airflow parsed it"
