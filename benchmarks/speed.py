@@ -39,6 +39,7 @@ from __future__ import annotations
 from iclfs import _threads  # first: the OpenMP thread policy, before torch loads
 import argparse
 import json
+import os
 import platform
 import resource
 import statistics
@@ -256,6 +257,80 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
     if device.type == "cuda":
         result["peak_cuda_bytes"] = torch.cuda.max_memory_allocated(device)
     return result
+
+
+def _thread_ticks() -> dict[str, int]:
+    """CPU time (1/100 s) of each of this process's threads, from /proc/self/task: unlike wall time, what a
+    thread computed does not grow when other processes share the CPUs."""
+    ticks = {}
+    for tid in Path("/proc/self/task").iterdir():
+        try:
+            fields = (tid / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks[tid.name] = int(fields[11]) + int(fields[12])
+    return ticks
+
+
+def _cpu_seconds(function, repeats: int = 3) -> float:
+    """The least process CPU time of ``repeats`` calls, after one untimed call."""
+    function()
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.process_time()
+        function()
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def profile_epoch(source: str) -> dict:
+    """Where one ``fast`` epoch's time goes on CPU, in CPU time (a shared machine inflates wall time, not the
+    CPU time a thread computes): on one thread, the epoch's FLOP rate against a 2048^3 ``torch.mm`` and
+    against the attention kernel alone at this (d, n); on two threads (passive wait, so an idle thread uses
+    no CPU), each thread's share; and torch.profiler's operators of one epoch, by their share of its time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    A = _inverted_map(source)
+    d, n = A.shape
+    torch.set_num_threads(1)
+    trainer = Trainer(A, TrainingConfig(), ViewConfig(), RuntimeConfig(device="cpu", progress=False,
+                                                                       check_memory=False), seed=0)
+    trainer.step()
+    with flop_counter() as counter:
+        trainer.step()
+    flops = counter.get_total_flops()
+    epoch = _cpu_seconds(trainer.step)
+    a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
+    matmul = 2 * 2048**3 / _cpu_seconds(lambda: a @ b, 5) / 1e9
+    q, k, v = (torch.randn(1, 1, d, n, requires_grad=True) for _ in range(3))
+    grad = torch.randn(1, 1, d, n)
+    with flop_counter() as counter:
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    forward_flops = counter.get_total_flops()
+    forward = _cpu_seconds(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v))
+    both = _cpu_seconds(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v).backward(grad))
+    with flop_counter() as counter:
+        torch.nn.functional.scaled_dot_product_attention(q, k, v).backward(grad)
+    backward_flops = counter.get_total_flops() - forward_flops
+    with profile(activities=[ProfilerActivity.CPU]) as profiler:
+        trainer.step()
+    events = profiler.key_averages()
+    total = sum(e.self_cpu_time_total for e in events)
+    operators = sorted(((e.key, e.self_cpu_time_total / total, e.count) for e in events), key=lambda r: -r[1])[:12]
+    torch.set_num_threads(2)
+    trainer.step()
+    before, cpu = _thread_ticks(), time.process_time()
+    trainer.step()
+    after, cpu = _thread_ticks(), time.process_time() - cpu
+    work = sorted((after[t] - before.get(t, 0) for t in after if after[t] > before.get(t, 0)), reverse=True)
+    return {"source": source, "d": d, "n": n, "gflop_per_epoch": flops / 1e9, "epoch_cpu_seconds": epoch,
+            "epoch_gflops_per_cpu_second": flops / epoch / 1e9, "matmul_gflops_per_cpu_second": matmul,
+            "share_of_matmul": flops / epoch / 1e9 / matmul,
+            "attention_forward_share": forward_flops / forward / 1e9 / matmul,
+            "attention_backward_share": backward_flops / (both - forward) / 1e9 / matmul,
+            "attention_cpu_seconds_per_epoch": 6 * both,  # six forward passes a fast epoch, each back-propagated
+            "two_threads_epoch_cpu_seconds": cpu, "two_threads_ticks": work,
+            "operators": operators, "load_average": os.getloadavg()}
 
 
 def selection_worker(source: str, device_name: str, overrides: str = "") -> dict:
@@ -581,6 +656,9 @@ def main(argv: list[str] | None = None) -> None:
     if argv and argv[0] == "--worker":
         source, schedule, epochs, device, count, precision = argv[1:7]
         print(json.dumps(worker(source, schedule, int(epochs), device, count == "1", precision)))
+        return
+    if argv and argv[0] == "--profile-epoch":  # where a fast epoch's time goes, in CPU time (profile_epoch)
+        print(json.dumps(profile_epoch(argv[1]), indent=1))
         return
     if argv and argv[0] in ("--contention-cell", "--contention-estimate"):
         measure = _contention.cell if argv[0] == "--contention-cell" else _contention.estimate
