@@ -288,6 +288,14 @@ def profile_epoch(source: str) -> dict:
     CPU time a thread computes): on one thread, the epoch's FLOP rate against a 2048^3 ``torch.mm`` and
     against the attention kernel alone at this (d, n); on two threads (passive wait, so an idle thread uses
     no CPU), each thread's share; and torch.profiler's operators of one epoch, by their share of its time."""
+    threads = torch.get_num_threads()
+    try:
+        return _profile_epoch(source)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _profile_epoch(source: str) -> dict:
     from torch.profiler import ProfilerActivity, profile
 
     A = _inverted_map(source)

@@ -376,3 +376,22 @@ def test_contention_measures_each_policy_in_a_fresh_process_beside_busy_ones_and
     assert set(rows) == {("passive", 0), ("passive", 1), ("spin", 0)} and rows[("spin", 0)]["set"] == {}
     assert section["policies"] == ["passive", "spin"] and section["loads"] == [0, 1]
     assert section["estimates"] and len(section["environment"]["commands"]) == 2
+
+
+def test_profile_epoch_gives_rates_in_cpu_time_each_threads_share_and_the_operators(tmp_path):
+    rng = np.random.default_rng(0)
+    scipy.io.savemat(tmp_path / "tiny.mat", {"X": rng.normal(size=(12, 40)), "Y": np.arange(12)[:, None] % 2})
+    import torch
+
+    before = torch.get_num_threads()
+    result = speed.profile_epoch(str(tmp_path / "tiny.mat"))
+    assert torch.get_num_threads() == before  # the two-thread part leaves this process as it was
+    assert (result["d"], result["n"]) == (40, 12) and result["gflop_per_epoch"] > 0
+    assert result["share_of_matmul"] == pytest.approx(result["epoch_gflops_per_cpu_second"] /
+                                                      result["matmul_gflops_per_cpu_second"])
+    assert 1 <= len(result["two_threads_ticks"]) <= 2 and result["two_threads_epoch_cpu_seconds"] >= 0
+    names = [name for name, share, calls in result["operators"]]
+    assert len(names) == 12 and "aten::mm" in names  # the twelve largest, by their share of the epoch
+    assert [share for _, share, _ in result["operators"]] == sorted((share for _, share, _ in result["operators"]),
+                                                                    reverse=True)
+    assert sum(share for _, share, _ in result["operators"]) <= 1.0 + 1e-9
