@@ -391,3 +391,19 @@ ROWS = {
 def test_every_dag_source_and_table_row_of_issue_58_has_its_test():
     assert len(ROWS) == 17 and all(test.__name__.startswith("test_") for test in ROWS.values())
     assert len(set(ROWS.values())) == len(ROWS)
+
+
+def test_a_missing_value_in_a_genes_in_rows_file_is_named_by_its_gene_and_sample(tmp_path):
+    """Issue 61 item 7, for every message about a cell: the names read the same in the file's own layout."""
+    from iclfs.io._tables import read_feature_table
+    from iclfs.method._preprocessing import DataValidationError, prepare
+
+    values = np.random.default_rng(4).uniform(1, 5, size=(6, 5))
+    frame = pd.DataFrame(values, columns=[f"GSM20{j}" for j in range(5)])
+    frame.iloc[4, 2] = np.nan  # gene ENSG4 in sample GSM202
+    frame.insert(0, "gene", [f"ENSG{i}" for i in range(6)])
+    frame.to_csv(tmp_path / "genes.csv", index=False)
+    with pytest.raises(DataValidationError) as caught:
+        prepare(read_feature_table(tmp_path / "genes.csv", orientation="features_in_rows"))
+    assert "found 1 NaN and 0 infinite value(s) in the data matrix (samples x features), first at (row 2, column 4); " \
+           "the first is feature 'ENSG4' in sample 'GSM202'. Impute or drop them first." in str(caught.value)

@@ -142,15 +142,24 @@ def _decimal_commas(column: object) -> bool:
     return True
 
 
-def check_finite(X: np.ndarray, source: str = "data") -> None:
-    """Raise if ``X`` holds NaN or +-Inf, saying how many and where."""
+def check_finite(X: np.ndarray, source: str = "data", feature_names: Sequence | None = None,
+                 sample_ids: Sequence | None = None) -> None:
+    """Raise if ``X`` (n_samples, n_features) holds NaN or +-Inf, saying how many and where; with the table's
+    ``feature_names`` (n_features,) and ``sample_ids`` (n_samples,), the first by its names too, which read the
+    same in a genes-in-rows file, where this matrix's rows are the file's columns."""
     bad = ~np.isfinite(X)
     if bad.any():
         n_nan = int(np.isnan(X).sum())
         n_inf = int(bad.sum()) - n_nan
+        named = ""
+        row, column = np.argwhere(bad)[0]
+        if feature_names is not None and len(feature_names) == X.shape[1]:
+            sample = f" in sample {str(sample_ids[row])!r}" \
+                if sample_ids is not None and len(sample_ids) == X.shape[0] else ""
+            named = f"; the first is feature {str(feature_names[column])!r}{sample}"
         raise DataValidationError(
-            f"{source}: found {n_nan} NaN and {n_inf} infinite value(s) in the data matrix, "
-            f"first at {_describe_positions(bad)}. Impute or drop them first."
+            f"{source}: found {n_nan} NaN and {n_inf} infinite value(s) in the data matrix (samples x features), "
+            f"first at {_describe_positions(bad)}{named}. Impute or drop them first."
         )
 
 
@@ -332,7 +341,7 @@ def prepare(table: FeatureTable, min_features: int = 1, keep_measured: bool = Fa
     if X.size == 0:
         raise DataValidationError(f"{src}: the data matrix is empty (shape {X.shape}).")
     validate_shape(X, min_features=min_features, source=src)
-    check_finite(X, src)
+    check_finite(X, src, table.feature_names, table.sample_ids)
     names = resolve_feature_names(table.feature_names, X.shape[1], src)
     labels = classes = None
     if table.y is not None:
