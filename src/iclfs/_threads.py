@@ -12,9 +12,10 @@ libgomp reads its settings once, when torch loads it, so the policy must be
 in the environment before ``import torch``. Importing this module applies it
 (once per process, :data:`APPLIED`): the ``iclfs`` command and ``kedro run``
 import it first (``iclfs/__main__.py``, ``iclfs/settings.py``), before any
-node imports torch; the DAG's task runs one of them; Dask workers of a
-LocalCluster inherit the environment, and a member task applies it on its
-worker; the benchmarks import it first. Subprocesses inherit what was set.
+node imports torch; the DAG's task runs one of them; the workers of a Dask
+LocalCluster inherit the environment (:func:`iclfs._distributed.thread_policies`
+asks each worker and names one that started without it); the ``benchmarks``
+package imports it first. Subprocesses inherit what was set.
 
 Each candidate is a named :class:`ThreadPolicy` in :data:`POLICIES`;
 :data:`DEFAULT_POLICY` names the one in force, chosen by the contention
