@@ -7,6 +7,7 @@ hook registered by its entry point as a user's project has it.
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from tests.pipelines.conftest import mlflow_runs, run_session, versions
 
 pytestmark = pytest.mark.slow
 
+VERSION = re.compile(r"\d{4}-\d\d-\d\dT\d\d\.\d\d\.\d\d\.\d{3}Z")
 KEDRO_MLFLOW_TEMPLATE = Path(__import__("kedro_mlflow").__file__).parent / "template/project/mlflow.yml"
 
 
@@ -192,3 +194,28 @@ def test_the_first_use_of_a_sqlite_store_waits_for_the_process_that_holds_it_and
         holder.wait()
     with opened_alone(f"sqlite:///{store}", timeout=5):  # the holder is gone: its lock with it
         pass
+
+
+class FailAfterTraining(LockAfterTraining):
+    """The store locked once the members are trained, then the next node fails."""
+
+    @hook_impl
+    def before_node_run(self, node) -> None:
+        if self.holder is not None:
+            raise RuntimeError(f"{node.name} broke")
+
+
+def test_a_run_that_fails_while_the_store_is_locked_removes_its_versions(project):
+    """kedro-mlflow cannot mark its run FAILED on a locked store and raises from its own error hook: the run's
+    versions are removed all the same, and the node's error is the one shown."""
+    breaker = FailAfterTraining(project / "mlflow.db", seconds=26)
+    with pytest.raises(RuntimeError, match="broke"):
+        with KedroSession.create(project_path=project) as session:
+            session._hook_manager.register(breaker)
+            session.run()
+    breaker.holder.wait(timeout=60)
+    left = [path for path in (project / "data").rglob("*") if path.is_file() and VERSION.fullmatch(
+        path.name if path.parent.name.startswith(".") else path.parent.name)]  # a version's files, its lease
+    assert left == []
+    while mlflow.active_run() is not None:
+        mlflow.end_run()

@@ -70,7 +70,7 @@ class LifecycleHook:
     @hook_impl
     def on_pipeline_error(self, error: Exception, run_params: dict, pipeline: Any, catalog: Any) -> None:
         run, self._run = self._run, None
-        if run is not None:
+        if run is not None:  # before every other hook's: one that raises (kedro-mlflow on a locked store) skips the rest
             run.fail(error, pipeline, catalog)
 
 
