@@ -67,11 +67,12 @@ class LifecycleHook:
         log_summary(pipeline, catalog)
         return result
 
-    @hook_impl
-    def on_pipeline_error(self, error: Exception, run_params: dict, pipeline: Any, catalog: Any) -> None:
+    @hook_impl(wrapper=True)
+    def on_pipeline_error(self, error: Exception, run_params: dict, pipeline: Any, catalog: Any):
         run, self._run = self._run, None
         if run is not None:  # before every other hook's: one that raises (kedro-mlflow on a locked store) skips the rest
             run.fail(error, pipeline, catalog)
+        return (yield)
 
 
 def _fail_tracking(version: str) -> None:
