@@ -11,6 +11,7 @@ themselves"), and the run summary's line for members that agree only weakly.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -59,7 +60,7 @@ def project(tmp_path) -> Path:
 
 
 @slow
-def test_a_planted_link_is_never_followed_and_later_runs_still_switch(project, tmp_path):
+def test_a_planted_link_is_never_followed_and_later_runs_still_switch(project, tmp_path, caplog):
     """data/latest/t/iclfs planted as a link to a folder outside the project whose name sorts after every version:
     the run replaces the link with its own, never writes through it, and says so; the next run switches again."""
     outside = tmp_path / "elsewhere" / "9999-12-31T23.59.59.999Z"
@@ -75,8 +76,9 @@ def test_a_planted_link_is_never_followed_and_later_runs_still_switch(project, t
     assert latest_list(project) == published(project, first)
     assert (outside / "feature_list.csv").read_text() == "rank,feature_name\n1,planted\n"  # never written through
     assert sorted(p.name for p in outside.iterdir()) == ["feature_list.csv"]
-    the_line(done.output, rf"{latest(project)} was a symbolic link iclfs did not make \(to {outside}\): it was never "
-                          "followed, and is replaced by the latest list's link")
+    said = [r.getMessage() for r in caplog.records if "did not make" in r.getMessage()]
+    assert said == [f"{latest(project)} was a symbolic link iclfs did not make (to {outside}): it was never followed, "
+                    "and is replaced by the latest list's link; what it pointed to is untouched"]
 
     second = complete(project)
     assert os.readlink(latest(project)) == os.path.join(".iclfs", second)
@@ -109,10 +111,10 @@ WRAPPER = textwrap.dedent("""
     import os, signal, sys
     import iclfs.project._runs as runs
 
-    real = runs.publish
+    real, number = runs.publish, getattr(signal, sys.argv[2])
 
-    def publish(*args, **kwargs):  # the run record is written: SIGTERM, as a scheduler's timeout sends it
-        os.kill(os.getpid(), signal.SIGTERM)
+    def publish(*args, **kwargs):  # the run record is written: the signal, as a scheduler's timeout sends it
+        os.kill(os.getpid(), number)
         return real(*args, **kwargs)
 
     runs.publish = publish
@@ -122,18 +124,23 @@ WRAPPER = textwrap.dedent("""
 """)
 
 
+def stopped_between_record_and_switch(project: Path, signal_name: str) -> tuple[int, str]:
+    """A select run in a process of its own, sent ``signal_name`` by itself the moment its record is written."""
+    log = project / f"{signal_name}.log"
+    with log.open("w") as out:
+        done = subprocess.run([sys.executable, "-c", WRAPPER, f"input={project / 't.csv'}", signal_name],
+                              cwd=project, env=environment(), stdout=out, stderr=subprocess.STDOUT, timeout=300)
+    return done.returncode, log.read_text()
+
+
 @slow
 def test_sigterm_between_the_record_and_the_switch_undoes_the_run_whole(project):
     """SIGTERM the moment the run record is written, before the latest switch: the stopped line, no record without
     its latest, no .partial folder; the next run compares with, and holds to, the list that is the latest."""
     first = complete(project)
     before = data_files(project)
-    log = project / "stopped.log"
-    with log.open("w") as out:
-        done = subprocess.run([sys.executable, "-c", WRAPPER, f"input={project / 't.csv'}"], cwd=project,
-                              env=environment(), stdout=out, stderr=subprocess.STDOUT, timeout=300)
-    output = log.read_text()
-    assert done.returncode == 1, output[-3000:]
+    code, output = stopped_between_record_and_switch(project, "SIGTERM")
+    assert code == 1, output[-3000:]
     said = [line for line in output.splitlines() if "is read by a later run (" in line]
     assert len(said) == 1 and "WARNING" in said[0] and "the run was stopped (SIGTERM)" in said[0], output[-3000:]
     the_line(output, r"^Error: the run was stopped \(SIGTERM\)")
@@ -144,6 +151,30 @@ def test_sigterm_between_the_record_and_the_switch_undoes_the_run_whole(project)
     after = complete(project)
     stability = json.loads(artifact(project, "selection_stability.json", after).read_text())
     assert stability["previous_version"] == first
+    assert os.readlink(latest(project)) == os.path.join(".iclfs", after)
+
+
+@slow
+def test_kill_9_between_the_record_and_the_switch_is_published_by_the_next_run(project, caplog):
+    """kill -9 cannot be caught: the run's record is written and its list not switched. The run is complete, so the
+    next run on the data source publishes its list first, says so, and then compares with it and becomes the
+    latest itself."""
+    first = complete(project)
+    code, output = stopped_between_record_and_switch(project, "SIGKILL")
+    assert code == -9, output[-3000:]
+    killed = versions(project, RECORDS)[-1]
+    assert killed != first and os.readlink(latest(project)) == os.path.join(".iclfs", first)  # the half state
+
+    caplog.set_level(logging.INFO, logger="iclfs")
+    done = kedro(project, f"input={project / 't.csv'}")
+    assert done.code == 0, done.output[-3000:]
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and killed in r.getMessage()]
+    assert said == [f"The run {killed} on data source 't' completed but was stopped before its list was published: "
+                    "it is published now, as the latest list (iclfs)"]
+    after = versions(project, RECORDS)[-1]
+    stability = json.loads(artifact(project, "selection_stability.json", after).read_text())
+    assert stability["previous_version"] == killed  # the list it compares with is one that reached data/latest
+    assert sorted(p.name for p in (latest(project).parent / ".iclfs").iterdir()) == [first, killed, after]
     assert os.readlink(latest(project)) == os.path.join(".iclfs", after)
 
 
@@ -253,3 +284,34 @@ def test_members_no_better_than_chance_get_that_warning_not_the_weak_one():
     lines = summary_of({"phi": 0.01, "lower": -0.05, "upper": 0.07, "members": 8, "above_chance": False})
     assert sum("no more than chance" in line for line in lines) == 1
     assert not any("only weakly" in line for line in lines)
+
+
+# -- the closing note's table ---------------------------------------------------------------------------------------
+
+ROWS = {
+    "a symbolic link planted at data/latest/<source>/iclfs pointing outside":
+        "test_a_planted_link_is_never_followed_and_later_runs_still_switch",
+    "the user's own NOTES.txt in data/latest/<source>/iclfs/ (a real folder)":
+        "test_a_users_notes_in_a_folder_the_project_did_not_make_are_kept_and_the_run_refused",
+    "SIGTERM between the run record and the latest switch":
+        "test_sigterm_between_the_record_and_the_switch_undoes_the_run_whole",
+    "kill -9 in the same window": "test_kill_9_between_the_record_and_the_switch_is_published_by_the_next_run",
+    "a full disk under data/latest during the switch":
+        "test_a_full_disk_under_latest_names_latest_and_keeps_nothing_of_the_run",
+    "data/latest/<source> read-only": "test_a_read_only_latest_folder_is_refused_before_the_run",
+    "a stage rerun after deleting the folder the message says to delete":
+        "test_a_stage_rerun_after_deleting_the_folder_the_message_names_does_not_name_it_again",
+    "the leases() helper read a lease file before its pid was written (tests/io/test_lease.py)":
+        "test_the_lease_file_appears_written_and_locked",
+    "tests read the developer's own conf/local (tests/test_conf_of_their_own.py)":
+        "test_what_reads_conf_from_the_working_folder_reads_the_copy",
+}
+
+
+def test_every_row_of_the_latest_folder_has_its_test():
+    import importlib
+
+    modules = [importlib.import_module(name) for name in (
+        __name__, "tests.io.test_lease", "tests.test_conf_of_their_own")]
+    for row, test in ROWS.items():
+        assert any(callable(getattr(module, test, None)) for module in modules), row

@@ -83,6 +83,9 @@ def kedro(project: Path, *params: str, pipeline: str = "select") -> Outcome:
 
         while mlflow.active_run() is not None:
             mlflow.end_run()
+        # the next session in this process, on another project, must not track into this one's store (it does
+        # while the URI stays set: found by test_faults_latest's full-disk case)
+        mlflow.set_tracking_uri(None)
     output = result.output
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         output += "".join(__import__("traceback").format_exception(result.exception))

@@ -41,23 +41,30 @@ def state(records: Path, version: str) -> str:
     """``complete``, ``running``, ``dead`` or ``unknown``: the run that wrote ``version`` (module docstring)."""
     if record_file(records, version).is_file():
         return COMPLETE
+    if not lease_file(records, version).exists():
+        return UNKNOWN
+    return ALIVE if lease_held(records, version) else DEAD
+
+
+def lease_held(records: Path, version: str) -> bool:
+    """Whether the run ``version`` still holds its lease (it runs, or finishes: its record may exist already)."""
     lease = lease_file(records, version)
     if not lease.exists():
-        return UNKNOWN
+        return False
     try:
         import fcntl
-    except ImportError:  # pragma: no cover  (no advisory locks: a lease file means running)
-        return ALIVE
+    except ImportError:  # pragma: no cover
+        return True
     try:
         with open(lease, "rb") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except BlockingIOError:
-                return ALIVE
+                return True
             fcntl.flock(handle, fcntl.LOCK_UN)
     except OSError:
-        return DEAD
-    return DEAD
+        return False
+    return False
 
 
 class Lease:

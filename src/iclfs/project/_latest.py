@@ -74,7 +74,7 @@ def _foreign(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name not in mine and not p.name.endswith(".partial"))
 
 
-def _current(link: Path, method: str) -> str | None:
+def current_version(link: Path, method: str) -> str | None:
     """The version the latest holds, from the project's own link or folder of copies; None when there is none."""
     if link.is_symlink():
         return _own_target(link, method)
@@ -220,7 +220,7 @@ def publish(data: Path, source: str, method: str, version: str, files: Mapping[s
     if problem:
         raise LatestError(problem)
     store = link.parent / f".{method}"
-    current = _current(link, method)
+    current = current_version(link, method)
     if current is not None and current > version:
         return None  # a newer run completed first: it stays the latest
     folder, staging = store / version, store / f".{version}.partial"
@@ -245,7 +245,7 @@ def publish(data: Path, source: str, method: str, version: str, files: Mapping[s
     finally:
         if not switched:
             shutil.rmtree(staging, ignore_errors=True)
-            if folder.is_dir() and _current(link, method) != version:
+            if folder.is_dir() and current_version(link, method) != version:
                 _remove_own(folder)
     _prune(store)
     return link

@@ -3,8 +3,13 @@
 A scheduled job writes its log to a file or a pipe, where rich's panels wrap
 every line at 80 columns; there :func:`plain_off_terminal` puts a plain handler
 in place of the rich one, each record one line, whole, with its time and
-level (inside an Airflow task, whose logger stamps each line, without the time). (Kedro only builds logging classes of its own allow-list from
-``conf/logging.yml``, so the lifecycle hook makes the switch.)
+level (inside an Airflow task, whose logger stamps each line with its own
+time, the level and logger only). Kedro only builds logging classes of its
+own allow-list from ``conf/logging.yml``, so the lifecycle hook makes the
+switch.
+
+Quiet by default: ``conf/logging.yml`` sets Kedro's per-dataset lines
+(``kedro.io``) to WARNING; ``kedro run --verbose`` shows them.
 """
 
 from __future__ import annotations

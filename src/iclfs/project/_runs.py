@@ -31,10 +31,10 @@ from typing import Any
 from kedro.io import AbstractVersionedDataset
 
 from iclfs.io._kedro import artifact_folder, pin_load_version, save_version, version_file
-from iclfs.io._liveness import DEAD, RUNNING, Lease, dead_versions, state
+from iclfs.io._liveness import DEAD, RUNNING, Lease, dead_versions, lease_held, state
 from iclfs.io.datasets._versioned import VersionedArtifact
 
-from ._latest import LatestError, publish
+from ._latest import LatestError, current_version, latest_folder, publish
 
 LOGGER = logging.getLogger(__name__)
 RECORD = "run_record"
@@ -241,6 +241,7 @@ class Run:
         run._lease.take()
         try:
             clear_dead_runs(catalog, run.source, run.version)
+            catch_up_latest(catalog, run.source)
             run._pin_inputs(pipeline, catalog)
         except BaseException:
             run._end()
@@ -311,12 +312,7 @@ class Run:
         return record
 
     def _publish(self, record: dict, catalog: Any) -> None:
-        files = {name: version_file(dataset, record["wrote"][name]["version"])
-                 for name, dataset in _artifacts(set(record["wrote"]), catalog).items()
-                 if str(artifact_folder(dataset).parent.parent.name) in PUBLISHED_LAYERS}
-        files[RECORD] = version_file(catalog.get(RECORD), self.version)
-        link = publish(data_folder(catalog), self.source, record["method"], self.version, files,
-                       before_switch=self._stop.check)
+        link = publish_record(record, catalog, self.source, before_switch=self._stop.check)
         if link is not None:
             LOGGER.info("The latest list of %r (%s): %s", self.source, record["method"], link / "feature_list.csv")
 
@@ -350,6 +346,44 @@ class Run:
             LOGGER.warning("%s (%s)", error, ", ".join(removed) or "none yet")
         elif removed:
             LOGGER.info("The run failed: removed the versions it had written (%s)", ", ".join(removed))
+
+
+def publish_record(record: dict, catalog: Any, source: str, before_switch: Callable[[], None] | None = None
+                   ) -> Path | None:
+    """Publish the files a complete run's ``record`` lists (its list, tables and report) as the latest of its
+    data source and method (:func:`iclfs.project._latest.publish`)."""
+    files = {name: version_file(dataset, record["wrote"][name]["version"])
+             for name, dataset in _artifacts(set(record["wrote"]), catalog).items()
+             if str(artifact_folder(dataset).parent.parent.name) in PUBLISHED_LAYERS}
+    files[RECORD] = version_file(catalog.get(RECORD), record["run"])
+    return publish(data_folder(catalog), source, record["method"], record["run"], files, before_switch=before_switch)
+
+
+def catch_up_latest(catalog: Any, source: str) -> list[str]:
+    """Publish the newest complete run's list of each method where the latest holds an older one: a run killed
+    (``kill -9``) after its record and before its switch is complete, so its list becomes the latest now, before
+    this run compares with it. A run still finishing (its lease held) publishes its own. The versions published."""
+    done, seen = [], set()
+    records = Path(str(artifact_folder(catalog.get(RECORD))))
+    for record in read_records(catalog.get(RECORD)):
+        method = record.get("method") or "iclfs"
+        if "feature_list" not in record.get("wrote", {}) or method in seen:
+            continue
+        seen.add(method)
+        current = current_version(latest_folder(data_folder(catalog), source, method), method)
+        if (current is not None and current >= record["run"]) or lease_held(records, record["run"]):
+            continue
+        try:
+            link = publish_record(record, catalog, source)
+        except LatestError as err:  # this run's own publication says the same, when it comes to it
+            LOGGER.warning("the run %s completed but its list was not published, and cannot be now: %s",
+                           record["run"], err)
+            continue
+        if link is not None:
+            LOGGER.warning("The run %s on data source %r completed but was stopped before its list was published: "
+                           "it is published now, as the latest list (%s)", record["run"], source, method)
+            done.append(record["run"])
+    return done
 
 
 def data_folder(catalog: Any) -> Path:
