@@ -216,8 +216,9 @@ def test_sources_given_as_a_list_is_one_line_naming_the_file(project):
                                       "conf/base/parameters_sources.yml holds a mapping: give sources: as a mapping")
 
 
-def test_airflow_select_given_as_a_list_is_one_line(project):
-    (project / "conf" / "local" / "airflow.yml").write_text("select:\n  - '0 3 * * *'\n")
+@pytest.mark.parametrize("select", ["select:\n  - '0 3 * * *'\n", "select: []\n", "select: 3\n"])
+def test_airflow_select_given_as_a_list_is_one_line(project, select):
+    (project / "conf" / "local" / "airflow.yml").write_text(select)
     result = CliRunner().invoke(cli.dag, ["expr"])
     one_line_refusal(result, project, "conf/local/airflow.yml select must be a mapping of settings")
 

@@ -129,7 +129,8 @@ def write_dag(source: str, env: str = "local", target: Path = Path("airflow_dags
     if others:  # kedro-airflow's `default:` section, say: not read, so refused rather than ignored
         raise SourceError(f"conf/{env}/airflow.yml: section(s) {', '.join(others)} are not read; the DAG's "
                           f"settings are the keys of select: ({', '.join(DEFAULTS)})")
-    options = _options(sections.get("select") or {}, env)
+    select = sections.get("select")
+    options = _options({} if select is None else select, env)  # `select: []` is refused, not read as no settings
     # Every value from a name, a path, the environment or conf enters the file as a Python literal (repr), or
     # inside the docstring's literal, escaped: none is ever code (a folder may be named '""";import os;"""').
     values = {key: repr(value) for key, value in options.items() if key != "start_date"}
