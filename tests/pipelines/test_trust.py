@@ -326,8 +326,8 @@ CASES = [
          check=stage_uses_the_complete_run, marks=(slow,)),
     Case("stages", "a stage whose inputs come from runs that disagree", after_a_run(processing_of_another_table),
          r"the newest complete versions of this stage's inputs come from runs on different tables: "
-         r"feature_names \(run \S+\), ground_truth \(run \S+\) from the table \w+; laplacian_scores \(run \S+\), "
-         r"member_scores \(run \S+\) from the table \w+", marks=(slow,)),
+         r"feature_names \(run \S+\), ground_truth \(run \S+\) from the table \w+; history_start \(run \S+\), "
+         r"laplacian_scores \(run \S+\), member_scores \(run \S+\) from the table \w+", marks=(slow,)),
     # 3. typos
     Case("typos", "a misspelled section", params_only("trainng.epochs=2"),
          r"unknown parameter\(s\) 'trainng' \(did you mean 'training'\?\)"),
