@@ -72,7 +72,8 @@ def project_copy(folder: Path, overrides: dict) -> Path:
     local.mkdir()
     (local / "parameters_sources.yml").write_text(yaml.safe_dump(
         {"sources": {SOURCE: {"input": "data/01_raw/expr.tsv.gz", "orientation": "features_in_rows"}}}))
-    (local / "mlflow.yml").write_text(yaml.safe_dump({"tracking_uri": f"sqlite:///{folder / 'mlflow.db'}"}))
+    store = f"sqlite:///{folder / 'mlflow.db'}"
+    (local / "mlflow.yml").write_text(yaml.safe_dump({"server": {"mlflow_tracking_uri": store}}))
     if overrides:
         (local / "parameters.yml").write_text(yaml.safe_dump(overrides))
     return folder
