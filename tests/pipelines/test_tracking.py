@@ -219,3 +219,30 @@ def test_a_run_that_fails_while_the_store_is_locked_removes_its_versions(project
     assert left == []
     while mlflow.active_run() is not None:
         mlflow.end_run()
+
+
+def test_kedro_mlflow_ui_shows_the_projects_store(project):
+    """kedro-mlflow's own command, in the project: its UI serves the store mlflow.yml names, with the run in it."""
+    import json as json_module
+    import os
+    import urllib.request
+
+    from tests.distributed._support import environment, free_port, stop, wait_for_port
+
+    run_session(project)
+    port = free_port()
+    env = environment(MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # its `mlflow ui`
+    ui = subprocess.Popen([sys.executable, "-m", "kedro", "mlflow", "ui", "--host", "127.0.0.1", "--port", str(port)],
+                          cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                          start_new_session=True)
+    try:
+        wait_for_port(port, ui, timeout=90)
+        query = f"http://127.0.0.1:{port}/api/2.0/mlflow/runs/search"
+        request = urllib.request.Request(query, data=json_module.dumps({"experiment_ids": ["1"]}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        found = json_module.loads(urllib.request.urlopen(request, timeout=30).read())  # noqa: S310 (loopback)
+    finally:
+        stop(ui)
+    (run,) = found["runs"]
+    assert run["info"]["run_name"].startswith("synthetic · iclfs · ")
