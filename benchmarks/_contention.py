@@ -50,7 +50,7 @@ LOADS = (0, 1, 2, 4)
 #: Today's default, against which the quiet time is held.
 TODAY = "spin"
 #: The candidates measured by default (every policy of iclfs._threads but the combination, for time).
-CANDIDATES = ("spin", "passive", "short-spin", "free-cpus")
+CANDIDATES = ("spin", "passive", "short-spin", "brief-spin", "free-cpus")
 QUIET_TOLERANCE = 0.05  # a candidate's quiet epoch may be at most 5 % slower than today's
 ESTIMATE_TOLERANCE = 0.25  # the first estimate within 25 % of the real training time (quiet)
 BUSY_LOOP = "while True:\n    pass\n"
@@ -261,19 +261,30 @@ def run(args) -> dict:
     done = {_key(r) for r in section["rows"] if "error" not in r}
     plan = [(t, p, n) for t in tables for n in loads for p in args.policies if (t, p, n) not in done]
     started = time.perf_counter()
+    budget, longest, left = 60 * args.minutes, 0.0, []
     raw.parent.mkdir(parents=True, exist_ok=True)
     for i, (table, policy, load) in enumerate(plan, 1):
+        if longest and time.perf_counter() - started + longest > budget:  # the next may not fit: stop, resumable
+            left = plan[i - 1:]
+            break
+        cell_started = time.perf_counter()
         result = measure(tables[table], policy, load, args.epochs, args.cell_seconds) | {
             "table": table, "policy": policy, "load": load}
         section["rows"] = [r for r in section["rows"] if _key(r) != _key(result)] + [result]
         raw.write_text(json.dumps(section, indent=1))
         spent = time.perf_counter() - started
+        longest = max(longest, time.perf_counter() - cell_started)
         shown = result.get("error") or f"{result['median_seconds']:.3g} s/epoch on {result['threads']} thread(s)"
         print(f"[{i}/{len(plan)} {spent / 60:.1f} min] {table} {policy} N={load}: {shown} "
               f"(load average {os.getloadavg()[0]:.1f})", flush=True)
-    if args.estimate_epochs:
+    if left:
+        print(f"stopped at the {args.minutes:g}-minute budget with {len(left)} cell(s) left: run the same command "
+              "with --resume to measure them", flush=True)
+    elif args.estimate_epochs:
         section.setdefault("estimates", {})
         for table, source in tables.items():
+            if args.resume and "error" not in section["estimates"].get(table, {"error": "none"}):
+                continue  # measured by an earlier run of this command
             result = _in_fresh_process(["--contention-estimate", source, str(args.estimate_epochs)],
                                        _threads.DEFAULT_POLICY)
             section["estimates"][table] = result

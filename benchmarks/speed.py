@@ -639,6 +639,8 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.
     contention.add_argument("--loads", type=int, nargs="*", default=list(_contention.LOADS[1:]),
                             help="busy processes beside each cell (quiet is always measured)")
     contention.add_argument("--contention-epochs", type=int, default=5, help="timed epochs a cell, after a warm-up")
+    contention.add_argument("--minutes", type=float, default=14.0,
+                            help="start no cell that may end past this; --resume measures the rest")
     contention.add_argument("--cell-seconds", type=float, default=60.0,
                             help="a cell stops timing after this long, once it has 2 epochs")
     contention.add_argument("--estimate-epochs", type=int, default=20,

@@ -66,7 +66,7 @@ def test_the_environment_picks_another_policy_and_a_wrong_name_is_refused_naming
     environ = {POLICY_VARIABLE: "short-spin"}
     assert apply_policy(environ=environ).set == {"GOMP_SPINCOUNT": "10000", "KMP_BLOCKTIME": "1"}
     with pytest.raises(ValueError, match=r"^ICLFS_THREAD_POLICY='fast' names no thread policy; use one of spin, "
-                                         r"passive, short-spin, free-cpus, passive-free-cpus \(or unset it"):
+                                         r"passive, short-spin, brief-spin, free-cpus, passive-free-cpus \(or unset "):
         apply_policy(environ={POLICY_VARIABLE: "fast"})
 
 

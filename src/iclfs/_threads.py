@@ -87,6 +87,9 @@ POLICIES: dict[str, ThreadPolicy] = {
         ThreadPolicy("short-spin", (("GOMP_SPINCOUNT", "10000"), ("KMP_BLOCKTIME", "1")), False,
                      "GOMP_SPINCOUNT=10000 (KMP_BLOCKTIME=1 ms for Intel OpenMP builds): a bounded spin, "
                      "then sleep"),
+        ThreadPolicy("brief-spin", (("GOMP_SPINCOUNT", "1000"), ("KMP_BLOCKTIME", "0")), False,
+                     "GOMP_SPINCOUNT=1000 (KMP_BLOCKTIME=0 for Intel OpenMP builds): a spin about as long as "
+                     "Python's dispatch between two operations, then sleep"),
         ThreadPolicy("free-cpus", (), True,
                      "OMP_NUM_THREADS = the CPUs not busy when the process starts (sampled over 0.1 s), "
                      "libgomp's default wait"),

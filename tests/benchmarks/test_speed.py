@@ -395,3 +395,30 @@ def test_profile_epoch_gives_rates_in_cpu_time_each_threads_share_and_the_operat
     assert [share for _, share, _ in result["operators"]] == sorted((share for _, share, _ in result["operators"]),
                                                                     reverse=True)
     assert sum(share for _, share, _ in result["operators"]) <= 1.0 + 1e-9
+
+
+def test_contention_stops_at_its_time_budget_and_resume_measures_the_rest(tmp_path, monkeypatch, capsys):
+    from benchmarks import _contention
+
+    measured = []
+
+    def fake(source, policy, load, epochs, limit):
+        measured.append((policy, load))
+        seconds = 1.0 + load * (0.5 if policy == "passive" else 1.0)
+        return {"median_seconds": seconds, "epoch_seconds": [seconds] * epochs, "threads": 2, "d": 4,
+                "n": 3, "set": {}, "load_average": 0.0}
+
+    monkeypatch.setattr(_contention, "measure", fake)
+    raw = tmp_path / "contention.json"
+    common = ["--contention", "--tables", "lung_small", "--policies", "spin", "passive", "--loads", "1",
+              "--estimate-epochs", "0", "--raw", str(raw), "--output", str(tmp_path / "performance.md")]
+    (tmp_path / "performance.json").write_text(json.dumps(_report()))
+    _, args = speed.parse_arguments([*common, "--minutes", "0"])  # the first cell always runs
+    section = _contention.run(args)
+    assert measured == [("spin", 0)] and len(section["rows"]) == 1
+    assert "stopped at the 0-minute budget with 3 cell(s) left: run the same command with --resume" in \
+        capsys.readouterr().out
+    _, args = speed.parse_arguments([*common, "--resume"])
+    section = _contention.run(args)
+    assert measured == [("spin", 0), ("passive", 0), ("spin", 1), ("passive", 1)]
+    assert len(section["rows"]) == 4 and "rule: winner passive" in capsys.readouterr().out
