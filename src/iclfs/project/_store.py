@@ -26,8 +26,7 @@ MLFLOW_TIMEOUTS = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "10", "MLFLOW_HTTP_REQUEST_MAX
 CONNECT_TIMEOUT = 5.0
 #: How long a run waits for another process that opens a fresh SQLite store (making its tables takes a second).
 FIRST_USE_TIMEOUT = 120.0
-DEFAULT_URI = "sqlite:///mlflow.db"
-IN_CONF = "server.mlflow_tracking_uri in mlflow.yml"
+DEFAULT_URI, IN_CONF = "sqlite:///mlflow.db", "server.mlflow_tracking_uri in mlflow.yml"  # the store, and its origin
 #: The project's mlflow.yml keys before kedro-mlflow, and where each lives now.
 FORMER_KEYS = {"tracking_uri": "server.mlflow_tracking_uri", "experiment": "tracking.experiment.name",
                "enabled": "tracking.disable_tracking.pipelines (the pipelines not to track, e.g. [select])"}
