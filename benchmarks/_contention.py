@@ -285,6 +285,13 @@ def run(args) -> dict:
         for table, source in tables.items():
             if args.resume and "error" not in section["estimates"].get(table, {"error": "none"}):
                 continue  # measured by an earlier run of this command
+            quiet = [r["median_seconds"] for r in section["rows"] if r["table"] == table and r["load"] == 0
+                     and r["policy"] == _threads.DEFAULT_POLICY and "error" not in r]
+            needs = 20 + 1.2 * args.estimate_epochs * (quiet[0] if quiet else 0)  # start-up, then the epochs
+            if time.perf_counter() - started + needs > budget:
+                print(f"stopped at the {args.minutes:g}-minute budget before {table}'s estimate: run the same "
+                      "command with --resume to measure it", flush=True)
+                break
             result = _in_fresh_process(["--contention-estimate", source, str(args.estimate_epochs)],
                                        _threads.DEFAULT_POLICY)
             section["estimates"][table] = result
