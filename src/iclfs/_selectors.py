@@ -133,6 +133,11 @@ class _Selector(SelectorMixin, BaseEstimator):
         support[self.selected_features_] = True
         self.support_ = support
 
+    def _set_evidence(self, result: chain.ChainResult, settings: Settings) -> None:
+        """``evidence_`` and ``stable_support_`` (docs/method.md §10)."""
+        self.evidence_ = chain.evidence(result, settings)
+        self.stable_support_ = self.evidence_.stable_mask()
+
     def _get_support_mask(self):
         check_is_fitted(self, "support_")
         return self.support_
@@ -215,6 +220,11 @@ class ICLFSSelector(_Selector):
         Each member's rank of every feature (1 = best; 0 where a kept member did not see it).
     selection_frequency_ : ndarray of shape (n_features_in_,)
         The fraction of the members whose first k include each feature.
+    stable_support_ : ndarray of shape (n_features_in_,), dtype=bool
+        The stable features: selected by at least ``members.threshold`` of the members (docs/method.md §10).
+    evidence_ : Evidence
+        The list's evidence: the stable set, the bound on its expected false selections or why there is none
+        (``evidence_.summary(selected_features_)`` says it in one line).
     laplacian_scores_ : ndarray of shape (n_features_in_,)
         Laplacian score of every feature (lower is better; ``inf`` for constant features).
     models_ : list of torch.nn.Module
@@ -352,6 +362,7 @@ class ICLFSSelector(_Selector):
         with _torch_rng_preserved(settings.runtime.device):
             result = chain.run(self._table(X), settings)
         self._store(result)
+        self._set_evidence(result, settings)
         return self
 
     def partial_fit(self, X, y=None):
@@ -388,6 +399,7 @@ class ICLFSSelector(_Selector):
         with _torch_rng_preserved(settings.runtime.device):
             result = chain.run(self._table(X), settings, history=history, previous=getattr(self, "_lists", None))
         self._store(result)
+        self._set_evidence(result, settings)
         self.history_ = result.history
         self._lists = result.lists
         self.n_members_ = len(result.history.members)
@@ -570,5 +582,6 @@ class BaselineSelector(_Selector):
         self.scores_ = result.ranking.scores
         self.feature_order_ = result.ranking.order
         self._set_selection(result.selected, result.ranking.order)
+        self._set_evidence(result, settings)
         self.training_log_ = list(result.trained.log)
         return self

@@ -26,6 +26,7 @@ import numpy as np
 
 from iclfs import baselines
 from iclfs.method._config import ParameterError, SelectionConfig, Settings
+from iclfs.method._evidence import Evidence, list_evidence
 from iclfs.method._k_choice import KChoice, choose_k
 from iclfs.method._laplacian import laplacian_scores
 from iclfs.method._lgrc import gate
@@ -218,6 +219,18 @@ def train(standardized: np.ndarray, feature_names: Sequence[str], settings: Sett
     scores = np.array([t.scores[settings.ranking.score] for t in trainings])
     members = as_members(scores, [t.plan.seed for t in trainings], [t.seconds for t in trainings], feature_names)
     return Trained(members, trainings, {}, [])
+
+
+def has_members(method: str) -> bool:
+    """Whether a method's runs are members that can disagree: ICLFS and the seeded methods; a deterministic one
+    repeats one list, so it has no selection frequencies to read evidence from (docs/method.md §10)."""
+    return method == "iclfs" or baselines.REGISTRY[method].seeded
+
+
+def evidence(result: ChainResult, settings: Settings) -> Evidence:
+    """The evidence of a run's list (docs/method.md §10): each feature's selection frequency over the members
+    the run ranked by, the stable set at ``members.threshold`` and the bound on its expected false selections."""
+    return list_evidence(result.ranking, result.k, settings.members, has_members(settings.selection.method))
 
 
 @dataclass

@@ -37,6 +37,20 @@ def frequencies(feature_ranking: pd.DataFrame) -> dict[int, np.ndarray]:
             if c.startswith(prefix) and c[len(prefix):].isdigit()}
 
 
+def evidence_at(feature_ranking: pd.DataFrame, k: int, history_start: Mapping, members: Mapping | None,
+                method: str):
+    """The evidence of the list at ``k`` (docs/method.md §10) from the ``feature_ranking`` artifact: its
+    ``selection_frequency_<k>`` and ``members``; the members are carried from earlier runs when the run's start
+    holds its lists (``history_start["holds"]``)."""
+    from iclfs.chain import has_members
+    from iclfs.method._config import MembersConfig
+    from iclfs.method._evidence import run_evidence
+
+    count = int(feature_ranking["members"].iloc[0]) if has_members(method) else 0
+    return run_evidence(frequencies(feature_ranking)[k], k, count, MembersConfig.from_dict(members),
+                        int(bool(history_start.get("holds"))))
+
+
 def partitions(loaded: Mapping[str, Callable[[], pd.DataFrame] | pd.DataFrame] | None) -> dict[str, pd.DataFrame]:
     """A ``PartitionedDataset``'s load (``{partition: load function}``) as ``{partition: table}``."""
     return {key: value() if callable(value) else value for key, value in (loaded or {}).items()}

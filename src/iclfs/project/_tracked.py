@@ -146,6 +146,11 @@ def run_metrics(saved: Any) -> tuple[dict[str, float], pd.DataFrame | None]:
     history = stability.get("history") or {}
     if history.get("new_features") is not None:
         metrics["table.features_new_to_members"] = float(history["new_features"])
+    evidence = stability.get("evidence") or {}
+    if evidence.get("members"):  # docs/method.md §10; a bound only where the list claims evidence
+        metrics["stable_features"] = float(evidence["stable_count"])
+        if evidence.get("claims"):
+            metrics["expected_false_selections_bound"] = float(evidence["bound"])
     signal = stability.get("signal") or {}
     if "above_chance" in signal:
         metrics["members_above_chance"] = float(signal["above_chance"])

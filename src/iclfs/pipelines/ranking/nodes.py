@@ -10,7 +10,7 @@ from iclfs.chain import as_members
 from iclfs.io.datasets import MemberHistories
 from iclfs.method._config import MembersConfig, RankingConfig, SelectionConfig
 from iclfs.method._ranking import MemberHistory, Ranking, fusion_label, rank, resume
-from iclfs.project._frames import k_grid, laplacian_vector
+from iclfs.project._frames import evidence_at, k_grid, laplacian_vector
 
 
 def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str], laplacian_scores: pd.DataFrame,
@@ -29,7 +29,9 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
         ``laplacian_gate`` (the Laplacian score LGRC gates by: the kept members' mean for a carrying ICLFS run,
         else this run's), and ``selection_frequency_<k>`` (the weighted share of the members whose first k
         include it, for every k of the grid; for another method run once, 1
-        for the features it selects at k). With two members or more also
+        for the features it selects at k); with ``selection.k`` a number,
+        ``stable`` (selected by at least ``members.threshold`` of the members
+        at that k: docs/method.md §10). With two members or more also
         ``member_<i>_rank`` (member i's rank of the feature; for kept
         members i is the member's number in the history, and a member that
         did not see a feature leaves it empty) and, when carrying,
@@ -60,6 +62,9 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
             score_name = f"mean rank of {score_name} ({len(scores)} members)"
         orders = dict(enumerate(combined.member_orders))
     table = ranking_table(feature_names, combined, score_name, orders, combined.gate, grid)
+    k = SelectionConfig.from_dict(selection).k
+    if k in grid:  # the list's k, when it is a number
+        table["stable"] = evidence_at(table, k, history_start, members, method).stable_mask()[table["feature_index"]]
     if kept is None:
         return table, MemberHistory()
     table["members_seen"] = combined.seen[combined.order] if continuation.holds else len(new)

@@ -170,7 +170,7 @@ def selected_section(feature_list: pd.DataFrame, feature_ranking: pd.DataFrame, 
     """The selected features: rank, name, index, score and what it is, Laplacian score, member frequency when
     present, and what brought in each feature not among the ranking's first k (LGRC or the hold)."""
     columns = ["rank", "feature_name", "feature_index", "score"]
-    columns += [c for c in ("score_name", "laplacian_score", "selection_frequency") if c in feature_list]
+    columns += [c for c in ("score_name", "laplacian_score", "selection_frequency", "stable") if c in feature_list]
     frame = feature_list[columns].copy()
     frame["feature_name"] = frame["feature_name"].astype(str)
     outside, _ = swapped_features(feature_ranking, feature_list)
@@ -337,6 +337,9 @@ def stability_sentences(selection_stability: Mapping) -> list[str]:
                      "feature_ranking.csv): they are ordered by the members that saw them")
         lines.append(line + (f"; {history['note']}" if history.get("note") else ""))
     lines.extend(change_sentences(selection_stability.get("changes")))
+    evidence = selection_stability.get("evidence") or {}
+    if evidence.get("summary"):
+        lines.append(f"evidence: {evidence['summary']}")
     per_k = selection_stability.get("per_k") or {}
     found = selection_stability.get("nogueira") or {}
     row = per_k.get(found.get("k")) or per_k.get(str(found.get("k"))) or {}  # the list at the run's own k

@@ -9,7 +9,7 @@ import pandas as pd
 from iclfs.method._config import MembersConfig, SelectionConfig
 from iclfs.method._stability import compare_selections, nogueira, nogueira_of
 from iclfs.project._figures import score_distribution_figure
-from iclfs.project._frames import previous_of
+from iclfs.project._frames import evidence_at, previous_of
 from iclfs.pipelines.report import _report as report
 
 LISTS = 9  # Nogueira's Phi over this run's list and the last lists of its method
@@ -78,7 +78,10 @@ def compare_with_previous(selections: pd.DataFrame, previous_selections: pd.Data
         method whose history was used, the members combined and kept at most,
         the features new to the members, why a stored history was set aside);
         ``changes`` (:func:`compare_tables`); ``signal`` (with three members or
-        more: whether their agreement's interval is above 0, chance).
+        more: whether their agreement's interval is above 0, chance);
+        ``evidence`` (docs/method.md §10: the members, the stable features at
+        ``members.threshold``, the bound on their expected false selections or
+        why there is none, and the summary's sentence).
     """
     method = SelectionConfig.from_dict(selection).method  # lists of this method only
     previous_selections = previous_of(previous_selections, method)
@@ -110,6 +113,10 @@ def compare_with_previous(selections: pd.DataFrame, previous_selections: pd.Data
                           "new_features": 0 if seen is None else int((seen < combined).sum())}
     summary["changes"] = table_changes
     summary["signal"] = signal(agreement)
+    if f"selection_frequency_{k}" in feature_ranking and "feature_index" in feature_list:
+        found = evidence_at(feature_ranking, k, history_start, members, method)
+        by_index = feature_ranking.sort_values("feature_index")["feature_name"].astype(str).tolist()
+        summary["evidence"] = {**found.as_dict(by_index), "summary": found.summary(feature_list["feature_index"])}
     return summary
 
 

@@ -11,11 +11,12 @@ from iclfs.method._config import SelectionConfig
 from iclfs.method._lgrc import gate
 from iclfs.method._ranking import check_record
 from iclfs.method._preprocessing import DataValidationError, FeatureTable, as_numeric_matrix
-from iclfs.project._frames import frequencies, indices_by_k, k_grid, laplacian_vector, lists_by_name, previous_of
+from iclfs.project._frames import evidence_at, frequencies, indices_by_k, k_grid, laplacian_vector, lists_by_name, previous_of
 
 
 def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame, ground_truth: dict,
-                   previous_selections: pd.DataFrame, history_start: dict, selection: dict) -> pd.DataFrame:
+                   previous_selections: pd.DataFrame, history_start: dict, selection: dict,
+                   members: dict | None = None) -> pd.DataFrame:
     """The LGRC step (:func:`iclfs.method._lgrc.gate`): the selected features at every k of the run's grid
     (``ground_truth["k_values"]``), in one long table.
 
@@ -61,6 +62,7 @@ def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame
         })
         if f"selection_frequency_{k}" in by_index:
             part["selection_frequency"] = by_index.loc[chosen, f"selection_frequency_{k}"].to_numpy()
+            part["stable"] = evidence_at(feature_ranking, k, history_start, members, config.method).stable_mask()[chosen]
         parts.append(part)
     return pd.concat(parts, ignore_index=True)
 
@@ -95,7 +97,7 @@ def list_at_k(selections: pd.DataFrame, k_choice: dict) -> pd.DataFrame:
     if chosen.empty:
         raise ValueError(f"k = {k} was not selected; selected k: {sorted(selections['k'].unique())}")
     columns = ["rank", "feature_name", "feature_index", "score", "score_name", "laplacian_score"]
-    columns += ["selection_frequency"] if "selection_frequency" in chosen else []
+    columns += [c for c in ("selection_frequency", "stable") if c in chosen]
     return chosen[columns].reset_index(drop=True)
 
 

@@ -6,7 +6,7 @@ from .nodes import choose_k, list_at_k, reduce_data, select_every_k
 def select_node() -> Node:
     """LGRC at every k, each list held to the last one handed on when the run's start says it holds."""
     return Node(select_every_k, inputs=["feature_ranking", "laplacian_scores", "ground_truth", "previous_selections",
-                                        "history_start", "params:selection"],
+                                        "history_start", "params:selection", "params:members"],
                 outputs="selections", name="select_every_k")
 
 
