@@ -23,7 +23,8 @@ from iclfs.method._runtime import ResourceLimitError
 
 from ._resolvers import DataSourceError
 from ._runs import pipelines_run
-from ._store import DEFAULT_URI, TrackingFailedError, TrackingUnavailableError, check_tracking_store, from_store
+from ._store import DEFAULT_URI, TrackingFailedError, check_tracking_store, from_store
+from ._store import TrackingUnavailableError  # noqa: F401  (cli.py names the store's errors from here)
 from ._store import make_experiment, mask_credentials, opened_alone, refuse, tracking_config
 from ._tracked import log_outputs, run_tags
 
