@@ -10,7 +10,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "iclfs"
 
 #: Lower layers never import higher ones. Top-level modules are Kedro's entry points and sit
-#: with the pipelines; the package's __init__ only re-exports (lazily) and is not a layer.
+#: with the pipelines and the project's infrastructure; the package's __init__ only re-exports (lazily) and is not a layer.
 LAYERS = {
     "_threads": 0,  # the OpenMP policy: standard library only, loaded before torch
     "method": 0,
@@ -20,6 +20,7 @@ LAYERS = {
     "chain": 2,
     "evaluation": 2,
     "pipelines": 3,
+    "project": 3,  # the run's lifecycle, tracking, conf loader, sources, DAG writer, logs, figures
     "settings": 3,
     "pipeline_registry": 3,
     "cli": 3,
