@@ -365,8 +365,9 @@ def test_select_publishes_a_named_list_the_reduced_data_and_stability(tiny_table
     first = run_pipeline("select", fast_parameters, raw_data=unlabeled)
     listing = first.load("feature_list")
     assert list(listing.columns) == ["rank", "feature_name", "feature_index", "score", "score_name",
-                                     "laplacian_score", "selection_frequency"]
+                                     "laplacian_score", "selection_frequency", "stable"]
     assert set(listing["selection_frequency"]) <= {0.0, 1.0}  # one member: in its first 5, or swapped in by LGRC
+    assert listing["stable"].tolist() == (listing["selection_frequency"] == 1.0).tolist()  # its own first 5
     assert first.load("k_choice") == {"k": 5, "reason": "selection.k = 5"}
     assert list(listing["rank"]) == [1, 2, 3, 4, 5]
     reduced = first.load("reduced_data")
