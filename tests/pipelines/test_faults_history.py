@@ -167,7 +167,8 @@ def test_a_history_start_an_earlier_version_wrote_is_refused_in_one_line_by_rank
         run.select(table, pd.DataFrame())
 
 
-#: Issue 58's member-history rows, each with its test (the old key in a real Kedro session's conf is also
+#: Issue 58's member-history rows, each with its test (the reset through real kedro runs is also
+#: test_a_reset_stays_reset_through_real_kedro_runs, and the old key in a real Kedro session's conf
 #: tests/pipelines/test_integration.py::test_an_old_key_in_local_parameters_is_refused_naming_its_new_name).
 ROWS = {
     "members.reset: true on a refresh, then an ordinary refresh":
@@ -181,3 +182,30 @@ ROWS = {
 
 def test_every_member_history_row_of_issue_58_has_its_test():
     assert len(ROWS) == 3 and all(test.__name__.startswith("test_") for test in ROWS.values())
+
+
+@pytest.mark.slow
+def test_a_reset_stays_reset_through_real_kedro_runs(tmp_path):
+    """The reset row as the issue's probe ran it: kedro runs on one data source, members.reset on the third."""
+    import json
+
+    from iclfs.method._ranking import member_seed
+    from tests.pipelines.test_carry import CARRY, GENES, head, latest, refresh
+    from tests.pipelines.test_trust import kedro, project_at
+
+    project = project_at(tmp_path / "project", CARRY)
+
+    def run(draw: int, *params: str) -> dict:
+        done = kedro(project, f"input={refresh(project, f'r{draw}.csv', GENES, draw)}", "data_source=t", *params)
+        assert done.code == 0, done.output[-3000:]
+        return json.loads(latest(project, "07_model_output/t/history_start.json").read_text())
+
+    run(0)
+    run(1)
+    assert head(project).runs == 2
+    reset = run(2, "members.reset=true")
+    assert reset["afresh"] and [m.seed for m in head(project).members] == [42]
+    reset_version = head(project).version
+    after = run(3)
+    assert after["version"] == reset_version and after["members"] == 1  # built on the reset run's history
+    assert [m.seed for m in head(project).members] == [42, member_seed(42, 1)]
