@@ -195,8 +195,7 @@ def test_decide_reads_cells_and_names_candidates_by_their_settings(tmp_path, cap
     cells = _grid({ONE: ((0.7, 0.7, 0.7), 10.0, None), WIDE: ((0.8, 0.8, 0.8), 10.0, None)})
     _write(tmp_path, cells)
     text = decide_text(["R=members.per_run=1",
-                        "L1=members.per_run=3,members.epochs=50,members.subsample=0.5,"
-                        "consensus.laplacian_weight=0"], ["a"], [42, 43, 44], read_cells(tmp_path))
+                        "L1=members.per_run=3,members.epochs=50,members.subsample=0.5"], ["a"], [42, 43, 44], read_cells(tmp_path))
     assert "| L1 | ICLFS [fast, consensus 3x50, 0.5 of samples] |" in text
     assert "Winner by the rule: **L1**" in text
     with pytest.raises(ValueError, match="not NAME="):

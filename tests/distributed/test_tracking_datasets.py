@@ -32,6 +32,9 @@ def test_a_metric_a_worker_computes_is_logged_to_the_run_kedro_mlflow_opened_in_
 
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     try:
+        # this store's own experiment: a Kedro session run earlier in the same test process leaves its experiment
+        # active, and that id does not exist here
+        mlflow.set_experiment("workers")
         with mlflow.start_run() as run:  # as kedro-mlflow opens it, in the driver
             DaskRunner(scheduler=dask_cluster.scheduler_address, conf_source=tmp_path / "no conf").run(pipeline,
                                                                                                       catalog)

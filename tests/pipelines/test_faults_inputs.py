@@ -28,22 +28,12 @@ from iclfs.project._dag import write_dag
 from iclfs.project._resolvers import DataSourceError, check_data_source
 from iclfs.project._sources import SourceError, check_declarations
 from tests.project_copy import copy_project
+from tests.test_cli import root_handlers  # noqa: F401  (autouse: the commands swap the root logger's handlers)
 
 pytestmark = pytest.mark.filterwarnings("ignore:register_new_resolver:UserWarning")  # omegaconf's, in Kedro
 
 #: A value that is code once it leaves its literal: it closes a docstring, a string of either quote, a line.
 PAYLOAD = '""";__import__("os").system("touch PWNED");"""\'\'\';__import__("os").system("touch PWNED");#\n'
-
-
-@pytest.fixture(autouse=True)
-def root_handlers():
-    """The commands swap the root logger's handlers off a terminal (plain_off_terminal): put them back."""
-    import logging
-
-    root = logging.getLogger()
-    handlers = list(root.handlers)
-    yield
-    root.handlers[:] = handlers
 
 
 def make_project(root: Path, monkeypatch, declaration: dict | None = None) -> Path:

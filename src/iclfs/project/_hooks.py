@@ -27,7 +27,7 @@ from kedro.io import AbstractVersionedDataset
 
 from iclfs.io._kedro import artifact_folder, save_version, version_file
 
-from ._latest import latest_problem
+from ._latest import existing_folder, latest_problem
 from ._logs import plain_off_terminal
 from ._runs import RECORD, Run, data_folder
 
@@ -157,13 +157,9 @@ class OutputNotWritableError(PermissionError):
 
 def _blocking_problem(directory: Path) -> str | None:
     """Why files cannot be created under ``directory``, or None if they can."""
-    probe = directory
-    while not probe.exists():
-        if probe.parent == probe:
-            return f"no existing parent folder of {directory}"
-        probe = probe.parent
-    if not probe.is_dir():
-        return f"{probe} is a file, not a folder"
+    probe = existing_folder(directory)
+    if isinstance(probe, str):
+        return probe
     if not os.access(probe, os.W_OK | os.X_OK):
         return f"{probe} is not writable"
     return None

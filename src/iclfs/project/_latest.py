@@ -94,6 +94,18 @@ def _probe(folder: Path) -> str | None:
     return None
 
 
+def existing_folder(path: Path) -> Path | str:
+    """The nearest of ``path`` and its parents that exists, or why there is none (no parent, or a file in the way)."""
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            return f"no existing parent folder of {path}"
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"{probe} is a file, not a folder"
+    return probe
+
+
 def latest_problem(data: Path, source: str, method: str) -> str | None:
     """Why the latest of ``source`` and ``method`` could not be published, checked before a run starts; None if it
     can. Names the path and the fix in one line."""
@@ -111,13 +123,9 @@ def latest_problem(data: Path, source: str, method: str) -> str | None:
             return (f"{link} is a folder iclfs did not make, and it holds {files[0]!r}"
                     f"{f' and {len(files) - 1} more' if len(files) > 1 else ''}: move it out of {link.parent} "
                     "(iclfs publishes each run's list there, and deletes nothing it did not write)")
-    probe = link.parent
-    while not probe.exists():
-        if probe.parent == probe:
-            return f"no existing parent folder of {link.parent}"
-        probe = probe.parent
-    if not probe.is_dir():
-        return f"{probe} is a file, not a folder: iclfs publishes the latest list under {link.parent}"
+    probe = existing_folder(link.parent)
+    if isinstance(probe, str):
+        return f"{probe}: iclfs publishes the latest list under {link.parent}"
     for folder in (probe, store, link if link.is_dir() and not link.is_symlink() else None):
         if folder is not None and folder.is_dir():
             problem = _probe(folder)
