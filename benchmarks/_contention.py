@@ -42,6 +42,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
+
 from iclfs import _threads
 
 TABLES = {"lung_small": "../shared/validation/lung_small.mat", "warpPIE10P": "../shared/datasets/warpPIE10P.mat",
@@ -54,6 +56,18 @@ CANDIDATES = ("spin", "passive", "short-spin", "brief-spin", "free-cpus")
 QUIET_TOLERANCE = 0.05  # a candidate's quiet epoch may be at most 5 % slower than today's
 ESTIMATE_TOLERANCE = 0.25  # the first estimate within 25 % of the real training time (quiet)
 BUSY_LOOP = "while True:\n    pass\n"
+
+
+def inverted_map(source: str) -> np.ndarray:
+    """The (d, n) inverted map of ``source``: a file, or ``synthetic:DxN`` (a seeded normal table)."""
+    from iclfs.io._tables import read_feature_table
+    from iclfs.method._preprocessing import FeatureTable, invert, prepare
+
+    if source.startswith("synthetic:"):
+        d, n = (int(v) for v in source.split(":")[1].split("x"))
+        rng = np.random.default_rng(0)
+        return invert(prepare(FeatureTable(X=rng.normal(size=(n, d)).astype(np.float32))).standardized)
+    return invert(prepare(read_feature_table(source)).standardized)
 
 
 def _clean_environment(policy: str) -> dict[str, str]:
@@ -69,12 +83,11 @@ def cell(source: str, epochs: int, limit: float = float("inf")) -> dict:
     processes can take minutes an epoch, and two epochs show it as well as five."""
     import torch
 
-    from benchmarks.speed import _inverted_map
     from iclfs.method._config import RuntimeConfig, TrainingConfig, ViewConfig
     from iclfs.method._runtime import compute_settings
     from iclfs.method._training import Trainer
 
-    A = _inverted_map(source)
+    A = inverted_map(source)
     runtime = RuntimeConfig(device="cpu", progress=False, check_memory=False)
     trainer = Trainer(A, TrainingConfig(), ViewConfig(), runtime, seed=0)
     with compute_settings(trainer.device, trainer.precision, runtime.num_threads) as threads:
@@ -94,13 +107,12 @@ def estimate(source: str, epochs: int) -> dict:
     its first estimate against its real time."""
     import logging
 
-    from benchmarks.speed import _inverted_map
     from iclfs.method._config import RuntimeConfig, TrainingConfig
     from iclfs.method._progress import Progress
     from iclfs.method._training import train
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(message)s")
-    A = _inverted_map(source)
+    A = inverted_map(source)
     progress = Progress(epochs, f"ICLFS d={A.shape[0]} n={A.shape[1]}")
     train(A, TrainingConfig(epochs=epochs), runtime=RuntimeConfig(device="cpu", check_memory=False),
           seed=0, progress=progress)

@@ -59,7 +59,7 @@ from iclfs.io._tables import read_feature_table
 from iclfs.method._config import RuntimeConfig, Settings, TrainingConfig, ViewConfig
 from iclfs.method._members import total_epochs, total_seconds
 from iclfs.method._model import FeatureAttention
-from iclfs.method._preprocessing import FeatureTable, invert, prepare
+from iclfs.method._preprocessing import FeatureTable, prepare
 from iclfs.method._runtime import (
     attention_kernel_for,
     compute_settings,
@@ -168,14 +168,6 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _inverted_map(source: str) -> np.ndarray:
-    if source.startswith("synthetic:"):
-        d, n = (int(v) for v in source.split(":")[1].split("x"))
-        rng = np.random.default_rng(0)
-        return invert(prepare(FeatureTable(X=rng.normal(size=(n, d)).astype(np.float32))).standardized)
-    return invert(prepare(read_feature_table(source)).standardized)
-
-
 def peak_rss_bytes() -> int:
     """This process's peak resident memory since it started its program.
 
@@ -209,7 +201,7 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
 
     Each epoch is :meth:`iclfs.method._training.Trainer.step`, with training's precision and thread count.
     """
-    A = _inverted_map(source)
+    A = _contention.inverted_map(source)
     d, n = A.shape
     rss_before = peak_rss_bytes()
     runtime = RuntimeConfig(device=device_name, precision=precision, progress=False, check_memory=False)
@@ -298,7 +290,7 @@ def profile_epoch(source: str) -> dict:
 def _profile_epoch(source: str) -> dict:
     from torch.profiler import ProfilerActivity, profile
 
-    A = _inverted_map(source)
+    A = _contention.inverted_map(source)
     d, n = A.shape
     torch.set_num_threads(1)
     trainer = Trainer(A, TrainingConfig(), ViewConfig(), RuntimeConfig(device="cpu", progress=False,

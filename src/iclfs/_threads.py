@@ -99,10 +99,11 @@ POLICIES: dict[str, ThreadPolicy] = {
 }
 
 #: The policy in force, which ``python -m benchmarks.speed --contention``'s rule picks (its section of
-#: benchmarks/results/performance.md). Until that has run on a quiet machine: passive, which issue 59
-#: measured at 1.28x the CPU-share bound beside two busy processes where libgomp's default was at 1.95x,
-#: for 18 % more time quiet on the embedded default.
-DEFAULT_POLICY = "passive"
+#: benchmarks/results/performance.md). It picked libgomp's own (``spin``): it is the only policy within 5 % of
+#: today's quiet epoch on all three tables (``passive`` was 67 % slower on lung_small's 0.03 s epoch), though
+#: ``passive`` stays within 1.19x the CPU-share bound beside busy processes where ``spin`` reaches 7x. On a
+#: shared machine set ICLFS_THREAD_POLICY=passive (docs/guides/performance.md).
+DEFAULT_POLICY = "spin"
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import matplotlib
 
@@ -16,6 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
 from iclfs.method._config import SelectionConfig
 from iclfs.method._lgrc import laplacian_gate, select_features
@@ -133,9 +135,16 @@ def list_changes(feature_ranking: pd.DataFrame, feature_list: pd.DataFrame,
                        gate=laplacian_gate(gated_by, config.quantile))
 
 
+def _subplots(*grid: int, figsize: tuple[float, float]) -> tuple[Figure, Any]:
+    """A figure pyplot does not keep. The catalog saves a node's figure and nothing closes it, so pyplot would hold
+    every figure a long-lived process made (a notebook, a Dask worker, a test session)."""
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(*grid)
+
+
 def training_loss_figure(training_log: pd.DataFrame) -> plt.Figure:
     """The loss per epoch and its two terms; one line per network (member, feature block)."""
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    fig, ax = _subplots(figsize=(6.4, 3.6))
     history = training_log
     if "block" not in history:
         history = history.assign(block=0)
@@ -167,7 +176,7 @@ def score_distribution_figure(feature_ranking: pd.DataFrame, feature_list: pd.Da
     k = len(feature_list)
     scores = feature_ranking.sort_values("rank")["score"].to_numpy(dtype=float)
     finite = scores[np.isfinite(scores)]
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    fig, ax = _subplots(figsize=(6.4, 3.6))
     ax.hist(finite, bins=min(80, max(10, len(finite) // 20)), color="0.7", label="all features")
     if k and len(scores):
         ax.axvline(scores[min(k, len(scores)) - 1], color="red", label=f"top-{k} cut")
@@ -195,7 +204,7 @@ def score_vs_laplacian_figure(feature_ranking: pd.DataFrame, laplacian_scores: p
     frame = frame[np.isfinite(frame["laplacian_score"].astype(float)) & np.isfinite(frame["score"].astype(float))]
     changes = changes if changes is not None else list_changes(feature_ranking, feature_list)
     selected = [i for i in feature_list["feature_index"].astype(int) if i in frame.index]
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig, ax = _subplots(figsize=(6.4, 4.4))
     ax.scatter(frame["laplacian_score"], frame["score"], s=8, color="0.75", label="all features")
     ax.scatter(frame.loc[selected, "laplacian_score"], frame.loc[selected, "score"], s=28, color="navy",
                label="selected")
@@ -224,7 +233,7 @@ def score_vs_laplacian_figure(feature_ranking: pd.DataFrame, laplacian_scores: p
 
 def accuracy_figure(evaluation_table: pd.DataFrame, k: int | None = None) -> plt.Figure:
     """Mean k-means accuracy (+- std) against k, the chosen k marked; a note when there are no labels."""
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    fig, ax = _subplots(figsize=(6.4, 3.6))
     if "accuracy_mean" in evaluation_table:
         std = evaluation_table["accuracy_std"] if "accuracy_std" in evaluation_table else None
         ax.errorbar(evaluation_table["k"], evaluation_table["accuracy_mean"], yerr=std, marker="o", capsize=3,
@@ -271,7 +280,7 @@ def pca_figure(standardized_data: np.ndarray, selected_indices: Sequence[int], l
     shown = np.arange(len(X))
     if len(X) > MAX_POINTS:
         shown = np.sort(np.random.default_rng(0).choice(len(X), MAX_POINTS, replace=False))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
+    fig, axes = _subplots(1, 2, figsize=(10, 4.2))
     panels = ((axes[0], X, f"all {X.shape[1]} features"),
               (axes[1], X[:, list(selected_indices)], f"the {len(selected_indices)} selected features"))
     for ax, data, title in panels:
