@@ -34,6 +34,10 @@ def copy_project(root: Path, tracking_uri: str | None = None) -> Path:
 
 def run_session(root: Path, session_class: type[KedroSession] = KedroSession, **kwargs) -> None:
     """One ``session.run(**kwargs)`` in the project at ``root`` (``runtime_params`` go to the session)."""
+    # MLflow keeps the tracking store and the active experiment of an earlier session in this process (another
+    # project's); a session must track into its own project's store, as a fresh process does
+    mlflow.set_tracking_uri(None)
+    mlflow.tracking.fluent._active_experiment_id = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
