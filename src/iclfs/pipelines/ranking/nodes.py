@@ -41,7 +41,8 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
     """
     config = MembersConfig.from_dict(members)
     ranking_config = RankingConfig.from_dict(ranking)
-    method = SelectionConfig.from_dict(selection).method
+    selection_config = SelectionConfig.from_dict(selection)
+    method = selection_config.method
     grid = k_grid(ground_truth)
     scores = np.asarray(member_scores[ranking_config.score if method == "iclfs" else method])
     seconds = member_scores.get("seconds", np.zeros(len(scores)))
@@ -62,7 +63,7 @@ def rank_features(member_scores: dict[str, np.ndarray], feature_names: list[str]
             score_name = f"mean rank of {score_name} ({len(scores)} members)"
         orders = dict(enumerate(combined.member_orders))
     table = ranking_table(feature_names, combined, score_name, orders, combined.gate, grid)
-    k = SelectionConfig.from_dict(selection).k
+    k = selection_config.k
     if k in grid:  # the list's k, when it is a number
         table["stable"] = evidence_at(table, k, history_start, members, method).stable_mask()[table["feature_index"]]
     if kept is None:

@@ -11,7 +11,15 @@ from iclfs.method._config import SelectionConfig
 from iclfs.method._lgrc import gate
 from iclfs.method._ranking import check_record
 from iclfs.method._preprocessing import DataValidationError, FeatureTable, as_numeric_matrix
-from iclfs.project._frames import evidence_at, frequencies, indices_by_k, k_grid, laplacian_vector, lists_by_name, previous_of
+from iclfs.project._frames import (
+    evidence_at,
+    frequencies,
+    indices_by_k,
+    k_grid,
+    laplacian_vector,
+    lists_by_name,
+    previous_of,
+)
 
 
 def select_every_k(feature_ranking: pd.DataFrame, laplacian_scores: pd.DataFrame, ground_truth: dict,
