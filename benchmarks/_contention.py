@@ -19,6 +19,19 @@ bit-identical only at the same thread count), the default becomes the one
 with the lowest worst-case ratio over every table and every N. The report
 also says which policy would win if the thread count could follow the load.
 
+**Second round, fixed before its results.** Round one's rule picked ``spin``
+(the only policy within 5 % of its own quiet epoch), while ``passive`` met
+the load target; no candidate met both. The second round's candidates are
+``spin`` (today's default), ``passive`` and ``adaptive`` (libgomp's default
+spin unless, when the process starts, other processes keep the CPUs it may
+use busy; then passive waiting; the thread count unchanged). They are
+measured on a quiet machine's 2 cores, the benchmark and its busy processes
+pinned to them (``taskset -c 0,1``), so the machine's other cores neither
+help nor disturb. The same rule: among the candidates whose quiet epoch is
+within 5 % of ``spin``'s on every table, the lowest worst-case ratio over
+every table and every N; the winner becomes
+:data:`iclfs._threads.DEFAULT_POLICY`.
+
 ``--estimate-epochs`` then trains each table quietly under the default policy
 with the progress log on and compares the first estimate it logged
 (:attr:`iclfs.method._progress.Progress.first_estimate`) with the real
