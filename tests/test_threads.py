@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -66,7 +67,8 @@ def test_the_environment_picks_another_policy_and_a_wrong_name_is_refused_naming
     environ = {POLICY_VARIABLE: "short-spin"}
     assert apply_policy(environ=environ).set == {"GOMP_SPINCOUNT": "10000", "KMP_BLOCKTIME": "1"}
     with pytest.raises(ValueError, match=r"^ICLFS_THREAD_POLICY='fast' names no thread policy; use one of spin, "
-                                         r"passive, short-spin, brief-spin, free-cpus, passive-free-cpus \(or unset "):
+                                         r"passive, short-spin, brief-spin, free-cpus, passive-free-cpus, "
+                                         r"adaptive \(or unset "):
         apply_policy(environ={POLICY_VARIABLE: "fast"})
 
 
@@ -76,13 +78,83 @@ def test_a_thread_count_from_the_free_cpus(busy, cpus, threads):
     assert _threads.free_cpus(busy, cpus) == threads
 
 
-def test_the_busy_cpus_are_the_machines_busy_share_while_this_process_sleeps(monkeypatch):
+def test_the_busy_cpus_are_their_busy_share_while_this_process_sleeps_times_their_count():
     samples = iter([(100, 1000), (160, 1100)])  # 60 of 100 jiffies busy
-    monkeypatch.setattr(_threads.os, "cpu_count", lambda: 4)
-    slept = []
-    assert _threads.busy_cpus(0.1, sample=lambda: next(samples), sleep=slept.append) == pytest.approx(2.4)
-    assert slept == [0.1]
-    assert _threads.busy_cpus(0.1, sample=lambda: None, sleep=slept.append) is None
+    asked, slept = [], []
+
+    def sample(cpus):
+        asked.append(cpus)
+        return next(samples)
+
+    assert _threads.busy_cpus(0.1, sample=sample, sleep=slept.append, cpus={0, 1, 2, 3}) == pytest.approx(2.4)
+    assert slept == [0.1] and asked == [{0, 1, 2, 3}] * 2
+    assert _threads.busy_cpus(0.1, sample=lambda cpus: None, sleep=slept.append) is None
+
+
+def test_by_default_the_busy_cpus_are_read_on_the_cpus_this_process_may_use(monkeypatch):
+    monkeypatch.setattr(_threads, "allowed_cpus", lambda: {3, 5})
+    asked = []
+    _threads.busy_cpus(0, sample=lambda cpus: asked.append(cpus) or (0, 1), sleep=lambda s: None)
+    assert asked == [{3, 5}, {3, 5}]
+
+
+SIXTEEN_CPUS = "cpu  {all}\n" + "".join(f"cpu{i} {{c{i}}}\n" for i in range(16)) + "intr 1 2 3\nctxt 9\n"
+
+
+def proc_stat(busy: dict[int, int], idle: dict[int, int]) -> str:
+    """A /proc/stat of 16 CPUs: CPU i with busy[i] user and idle[i] idle jiffies (the first line their sum)."""
+    fields = {f"c{i}": f"{busy.get(i, 0)} 0 0 {idle.get(i, 0)} 0 0 0 0 0 0" for i in range(16)}
+    everything = f"{sum(busy.values())} 0 0 {sum(idle.values())} 0 0 0 0 0 0"
+    return SIXTEEN_CPUS.format(all=everything, **fields)
+
+
+def test_under_taskset_0_1_on_sixteen_cpus_only_cpus_0_and_1_are_judged(tmp_path):
+    """The other 14 CPUs run flat out, 0 and 1 sit idle: the sample of CPUs 0 and 1 reads them idle, and
+    adaptive keeps the spin; with CPU 1 busy instead, it waits passively."""
+    before, after = tmp_path / "before", tmp_path / "after"
+    before.write_text(proc_stat({i: 1000 for i in range(2, 16)}, {0: 500, 1: 500}))
+    after.write_text(proc_stat({i: 1010 for i in range(2, 16)}, {0: 510, 1: 510}))
+    files = iter([before, after])
+    busy = _threads.busy_cpus(0.1, sample=lambda cpus: _threads._cpu_times(next(files), cpus),
+                              sleep=lambda s: None, cpus={0, 1})
+    assert busy == 0.0
+    assert _threads._cpu_times(after, None) == (14 * 1010, 14 * 1010 + 1020)  # the whole machine: busy
+    assert apply_policy("adaptive", environ={}, measure_busy=lambda: busy).decision == "spin"
+    after.write_text(proc_stat({i: 1010 for i in range(2, 16)} | {1: 10}, {0: 510, 1: 500}))
+    files = iter([before, after])
+    busy = _threads.busy_cpus(0.1, sample=lambda cpus: _threads._cpu_times(next(files), cpus),
+                              sleep=lambda s: None, cpus={0, 1})
+    assert busy == pytest.approx(1.0)
+    assert apply_policy("adaptive", environ={}, measure_busy=lambda: busy).decision == "passive"
+
+
+@pytest.mark.parametrize(("busy", "decision", "set_"), [(None, "spin", {}), (0.0, "spin", {}), (0.49, "spin", {}),
+                                                        (0.5, "passive", {"OMP_WAIT_POLICY": "PASSIVE"}),
+                                                        (1.7, "passive", {"OMP_WAIT_POLICY": "PASSIVE"})])
+def test_adaptive_waits_passively_only_when_other_processes_keep_its_cpus_busy(busy, decision, set_):
+    environ: dict[str, str] = {}
+    applied = apply_policy("adaptive", environ=environ, measure_busy=lambda: busy)
+    assert (applied.decision, applied.set, applied.busy, applied.threads) == (decision, set_, busy, None)
+    assert "OMP_NUM_THREADS" not in environ  # the thread count is runtime.num_threads' (or torch's) alone
+    assert f"chose {decision} waiting" in _threads.describe(applied)
+
+
+def test_adaptive_keeps_a_users_wait_without_reading_the_load():
+    environ = {"OMP_WAIT_POLICY": "ACTIVE"}
+    applied = apply_policy("adaptive", environ=environ, measure_busy=lambda: pytest.fail("read the load"))
+    assert (applied.decision, applied.set, applied.kept) == ("kept", {}, {"OMP_WAIT_POLICY": "ACTIVE"})
+    assert environ["OMP_WAIT_POLICY"] == "ACTIVE"
+    assert "own wait setting is kept" in _threads.describe(applied)
+
+
+def test_the_per_cpu_lines_of_proc_stat_are_summed_for_the_cpus_asked(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  30 0 0 70 0 0 0 0 0 0\ncpu0 10 0 0 40 0 0 0 0 0 0\ncpu1 20 0 0 30 0 0 0 0 0 0\n"
+                    "cpu10 5 0 0 5 0 0 0 0 0 0\nintr 5\n")
+    assert _threads._cpu_times(stat, {1}) == (20, 50)
+    assert _threads._cpu_times(stat, {0, 1}) == (30, 100)
+    assert _threads._cpu_times(stat, {10}) == (5, 10)  # cpu10 is not cpu1's line
+    assert _threads._cpu_times(stat, {7}) is None  # a CPU the file does not list
 
 
 def test_the_cpu_times_of_proc_stat_leave_out_idle_and_iowait(tmp_path):
@@ -104,6 +176,55 @@ def test_the_report_is_written_where_asked_and_only_there(tmp_path):
     path = _threads.write_report(applied, environ={REPORT_VARIABLE: str(tmp_path / "r")})
     assert path == tmp_path / "r" / f"{os.getpid()}.json"
     assert json.loads(path.read_text())["set"] == {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
+# --- adaptive's decision beside a real busy process ------------------------------------------------------------
+
+
+def _probe(cpu: int, tmp_path: Path) -> dict:
+    """A fresh interpreter pinned to ``cpu`` (as ``taskset -c <cpu>`` would) that applies ``adaptive``; its
+    report."""
+    report = tmp_path / f"report-{len(list(tmp_path.glob('report-*')))}"
+    env = {k: v for k, v in os.environ.items() if k not in (*_threads.POLICY_VARIABLES, POLICY_VARIABLE)}
+    env |= {POLICY_VARIABLE: "adaptive", REPORT_VARIABLE: str(report)}
+    done = subprocess.run(["taskset", "-c", str(cpu), PYTHON, "-c", "import iclfs._threads"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    (written,) = report.glob("*.json")
+    return json.loads(written.read_text())
+
+
+BUSY_LOOP = "while True:\n    pass\n"
+
+
+def test_adaptive_waits_passively_beside_a_busy_process_pinned_to_its_cpu(tmp_path):
+    """A real busy loop on this process's CPU, started before it: adaptive measures about one CPU busy and
+    sets OMP_WAIT_POLICY=PASSIVE (the busier the shared machine, the surer)."""
+    cpu = min(os.sched_getaffinity(0))
+    busy = subprocess.Popen(["taskset", "-c", str(cpu), PYTHON, "-c", BUSY_LOOP])
+    try:
+        time.sleep(0.5)
+        report = _probe(cpu, tmp_path)
+    finally:
+        busy.kill()
+        busy.wait()
+    assert report["cpus"] == 1 and report["busy"] >= 0.8
+    assert report["decision"] == "passive" and report["set"] == {"OMP_WAIT_POLICY": "PASSIVE"}
+    assert report["environment"]["OMP_WAIT_POLICY"] == "PASSIVE" and report["threads"] is None
+
+
+def test_adaptive_keeps_the_spin_on_a_cpu_no_process_keeps_busy(tmp_path):
+    """No busy process started: on a quiet CPU adaptive sets nothing. This machine is shared, so a CPU
+    another job keeps busy at the moment skips the test rather than judge it."""
+    cpu = max(os.sched_getaffinity(0))
+    seen = _threads.busy_cpus(0.3, cpus={cpu})
+    if seen is None or seen >= 0.2:
+        pytest.skip(f"CPU {cpu} is {seen} busy with other processes now: no quiet CPU to judge on")
+    report = _probe(cpu, tmp_path)
+    assert report["cpus"] == 1
+    assert report["decision"] == ("passive" if report["busy"] >= _threads.BUSY_THRESHOLD else "spin")
+    if report["busy"] < _threads.BUSY_THRESHOLD:
+        assert report["set"] == {} and report["environment"]["OMP_WAIT_POLICY"] is None
 
 
 # --- in force in the processes the project starts --------------------------------------------------------------

@@ -17,6 +17,15 @@ LocalCluster inherit the environment (:func:`iclfs._distributed.thread_policies`
 asks each worker and names one that started without it); the ``benchmarks``
 package imports it first. Subprocesses inherit what was set.
 
+One candidate, ``adaptive``, decides at start: it samples how busy the CPUs
+this process may use are (its affinity set, their own lines of /proc/stat,
+over 0.1 s while it sleeps) and waits passively when other processes keep at
+least :data:`BUSY_THRESHOLD` of one of them busy; otherwise it leaves
+libgomp's default spin. Its decision and the busy share it measured are in
+the report (``ICLFS_THREAD_POLICY_REPORT``) and in one INFO line of a run
+(:func:`describe`). A passive decision is in the environment its
+subprocesses inherit, so they keep it, as they keep a user's.
+
 Each candidate is a named :class:`ThreadPolicy` in :data:`POLICIES`;
 :data:`DEFAULT_POLICY` names the one in force, chosen by the contention
 benchmark's rule (``python -m benchmarks.speed --contention``). A user's own
@@ -70,12 +79,17 @@ class ThreadPolicy:
         table's lists can change with the machine's load.
     about : str
         One line for the benchmark's report.
+    when_busy : tuple of (variable, value) or None
+        Set instead of ``environment`` when, as the process starts, other processes keep at least
+        :data:`BUSY_THRESHOLD` CPUs of those it may use busy (:func:`busy_cpus`); None: the load is not read.
+        The thread count is not changed, so a table's lists do not depend on the decision.
     """
 
     name: str
     environment: tuple[tuple[str, str], ...] = ()
     follow_load: bool = False
     about: str = ""
+    when_busy: tuple[tuple[str, str], ...] | None = None
 
 
 POLICIES: dict[str, ThreadPolicy] = {
@@ -95,8 +109,18 @@ POLICIES: dict[str, ThreadPolicy] = {
                      "libgomp's default wait"),
         ThreadPolicy("passive-free-cpus", (("OMP_WAIT_POLICY", "PASSIVE"),), True,
                      "OMP_WAIT_POLICY=PASSIVE and OMP_NUM_THREADS = the CPUs not busy at start"),
+        ThreadPolicy("adaptive", (), False,
+                     "libgomp's default wait, unless other processes keep at least half of one of this "
+                     "process's CPUs busy when it starts (sampled over 0.1 s): then OMP_WAIT_POLICY=PASSIVE; "
+                     "the thread count unchanged",
+                     (("OMP_WAIT_POLICY", "PASSIVE"),)),
     )
 }
+
+#: ``adaptive`` waits passively when other processes keep at least this many of the CPUs this process may use
+#: busy as it starts. One other runnable process on them counts about 1.0, a quiet machine's daemons about
+#: 0.0-0.1 (with /proc/stat's 1/100 s ticks, 0.1 s on one CPU reads in steps of 0.1): half a CPU lies between.
+BUSY_THRESHOLD = 0.5
 
 #: The policy in force, which ``python -m benchmarks.speed --contention``'s rule picks (its section of
 #: benchmarks/results/performance.md). It picked libgomp's own (``spin``): it is the only policy within 5 % of
@@ -121,6 +145,14 @@ class AppliedPolicy:
         The thread count it chose (``follow_load``), None otherwise.
     torch_loaded : bool
         Whether torch was loaded already: then only the thread count could still be applied.
+    busy : float or None
+        The CPUs other processes kept busy as it started, of ``cpus`` (measured only when the policy reads
+        the load; None otherwise or when /proc/stat could not be read).
+    cpus : int or None
+        How many CPUs that share was measured on: those this process may use.
+    decision : str or None
+        ``adaptive``'s choice: ``"passive"`` (busy), ``"spin"`` (quiet, or the load unreadable),
+        ``"kept"`` (the user's own wait variables, or torch already loaded: nothing to decide).
     """
 
     policy: str
@@ -128,6 +160,9 @@ class AppliedPolicy:
     kept: dict[str, str] = field(default_factory=dict)
     threads: int | None = None
     torch_loaded: bool = False
+    busy: float | None = None
+    cpus: int | None = None
+    decision: str | None = None
 
 
 def available_cpus() -> int:
@@ -158,26 +193,45 @@ def _cgroup_cpu_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
     return None if quota <= 0 or period <= 0 else quota / period
 
 
-def _cpu_times(stat: Path = Path("/proc/stat")) -> tuple[int, int] | None:
-    """(busy, total) jiffies of all CPUs, from the first line of /proc/stat; None when unreadable."""
+def allowed_cpus() -> set[int] | None:
+    """The CPUs this process may run on (its affinity set); None where the platform cannot say."""
     try:
-        values = [int(v) for v in stat.read_text().split("\n", 1)[0].split()[1:]]
-    except (OSError, ValueError):
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
         return None
-    idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle and iowait
-    total = sum(values[:8])  # guest time is already counted in user time
-    return total - idle, total
 
 
-def busy_cpus(seconds: float = 0.1, sample=_cpu_times, sleep=time.sleep) -> float | None:
-    """CPUs kept busy by other processes: the machine's busy share over ``seconds``, while this process
-    sleeps, times its CPU count. None when /proc/stat cannot be read."""
-    before = sample()
+def _cpu_times(stat: Path = Path("/proc/stat"), cpus: set[int] | None = None) -> tuple[int, int] | None:
+    """(busy, total) jiffies of the CPUs ``cpus``, summed over their own ``cpuN`` lines of /proc/stat, or of
+    all CPUs (its first line) when None; None when unreadable or when it lists none of ``cpus``."""
+    try:
+        lines = stat.read_text().splitlines()
+        rows = ([lines[0]] if cpus is None else
+                [line for line in lines if line.startswith("cpu") and line[3:4].isdigit()
+                 and int(line.split()[0][3:]) in cpus])
+        busy = total = 0
+        for line in rows:
+            values = [int(v) for v in line.split()[1:]]
+            idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle and iowait
+            everything = sum(values[:8])  # guest time is already counted in user time
+            busy, total = busy + everything - idle, total + everything
+    except (OSError, ValueError, IndexError):
+        return None
+    return (busy, total) if rows else None
+
+
+def busy_cpus(seconds: float = 0.1, sample=_cpu_times, sleep=time.sleep, cpus: set[int] | None = None) -> float | None:
+    """CPUs of ``cpus`` (default: those this process may use, :func:`allowed_cpus`) kept busy by other
+    processes: their busy share over ``seconds``, while this process sleeps, times their count. Only their
+    own lines of /proc/stat are read: under ``taskset -c 0,1`` CPUs 0 and 1 are judged, however busy the
+    rest of the machine is. None when /proc/stat cannot be read."""
+    cpus = allowed_cpus() if cpus is None else cpus
+    before = sample(cpus=cpus)
     sleep(seconds)
-    after = sample()
+    after = sample(cpus=cpus)
     if before is None or after is None or after[1] <= before[1]:
         return None
-    return (after[0] - before[0]) / (after[1] - before[1]) * (os.cpu_count() or 1)
+    return (after[0] - before[0]) / (after[1] - before[1]) * (len(cpus) if cpus else os.cpu_count() or 1)
 
 
 def free_cpus(busy: float | None, cpus: int) -> int:
@@ -203,16 +257,27 @@ def apply_policy(name: str | None = None, environ: MutableMapping[str, str] = os
 
     Sets its wait variables unless the environment has one of :data:`WAIT_VARIABLES` (the user's choice of
     how threads wait), and its thread count unless it has ``OMP_NUM_THREADS``; an empty value counts as
-    unset (OpenMP rejects it). When torch is loaded already, libgomp has read its
-    settings: only a chosen thread count is applied, with ``torch.set_num_threads``. Records the policy's
+    unset (OpenMP rejects it). A policy with ``when_busy`` reads the load only when its wait variables can
+    still take effect (none of the user's, torch not loaded). When torch is loaded already, libgomp has read
+    its settings: only a chosen thread count is applied, with ``torch.set_num_threads``. Records the policy's
     name in ``$ICLFS_THREAD_POLICY`` for the processes this one starts.
     """
     name = name or environ.get(POLICY_VARIABLE) or DEFAULT_POLICY
     policy = policy_named(name)
     wanted = dict(policy.environment)
-    threads = None
+    threads = busy = cpus = decision = None
+    users_wait = any(environ.get(var) for var in WAIT_VARIABLES)
+    if policy.when_busy is not None:
+        if users_wait or "torch" in sys.modules:
+            decision = "kept"
+        else:
+            busy, cpus = measure_busy(), len(allowed_cpus() or ()) or os.cpu_count() or 1
+            decision = "passive" if busy is not None and busy >= BUSY_THRESHOLD else "spin"
+            if decision == "passive":
+                wanted = dict(policy.when_busy)
     if policy.follow_load and not environ.get("OMP_NUM_THREADS"):
-        threads = free_cpus(measure_busy(), available_cpus())
+        busy, cpus = measure_busy(), available_cpus()
+        threads = free_cpus(busy, cpus)
         wanted["OMP_NUM_THREADS"] = str(threads)
     kept = {var: environ[var] for var in POLICY_VARIABLES if environ.get(var)}
     if any(var in kept for var in WAIT_VARIABLES):
@@ -223,7 +288,27 @@ def apply_policy(name: str | None = None, environ: MutableMapping[str, str] = os
     torch = sys.modules.get("torch")
     if torch is not None and threads is not None and hasattr(torch, "set_num_threads"):
         torch.set_num_threads(threads)
-    return AppliedPolicy(name, done, kept, threads, torch is not None)
+    return AppliedPolicy(name, done, kept, threads, torch is not None, busy, cpus, decision)
+
+
+def describe(applied: AppliedPolicy) -> str:
+    """One line saying how this process's OpenMP threads wait, and for ``adaptive`` why (a run logs it)."""
+    line = f"thread policy {applied.policy}"
+    if applied.decision == "kept":
+        line += (": torch was loaded before the policy, so libgomp keeps the wait it started with"
+                 if applied.torch_loaded and not any(v in applied.kept for v in WAIT_VARIABLES) else
+                 ": the environment's own wait setting is kept")
+    elif applied.decision is not None:
+        share = ("could not be read" if applied.busy is None else
+                 f"{applied.busy:.2f} of {applied.cpus} CPU(s) this process may use were busy with other "
+                 "processes")
+        line += (f" chose {applied.decision} waiting at start (the load {share}; passive from "
+                 f"{BUSY_THRESHOLD:g})")
+    if applied.set:
+        line += "; set " + ", ".join(f"{k}={v}" for k, v in applied.set.items())
+    if applied.kept:
+        line += "; kept " + ", ".join(f"{k}={v}" for k, v in applied.kept.items())
+    return line
 
 
 def write_report(applied: AppliedPolicy, environ: MutableMapping[str, str] = os.environ) -> Path | None:

@@ -25,6 +25,7 @@ from typing import Any
 from kedro.framework.hooks import hook_impl
 from kedro.io import AbstractVersionedDataset
 
+from iclfs import _threads
 from iclfs.io._kedro import artifact_folder, save_version, version_file
 
 from ._latest import existing_folder, latest_problem
@@ -50,6 +51,7 @@ class LifecycleHook:
         self._run = None
         check_parameters(run_params, pipeline, catalog)
         check_outputs(pipeline, catalog)
+        LOGGER.info("%s", _threads.describe(_threads.APPLIED))  # how torch's threads wait here, and why
         result = yield  # the other hooks': tracking checks its store
         self._run = Run.begin(pipeline, catalog)
         return result
