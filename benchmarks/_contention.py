@@ -83,6 +83,19 @@ def inverted_map(source: str) -> np.ndarray:
     return invert(prepare(read_feature_table(source)).standardized)
 
 
+def table_path(name: str, folder: str | None = None) -> str:
+    """The file of the table ``name``: ``<folder>/<name>.mat`` when a folder is given, else its place in
+    :data:`TABLES`; a name outside it is a path (or ``synthetic:DxN``). Absolute, since each cell runs in the
+    repository's root."""
+    if name.startswith("synthetic:"):
+        return name
+    if folder is not None and name in TABLES:
+        return str((Path(folder) / f"{name}.mat").resolve())
+    if name in TABLES:  # the repository's layout: its root beside ../shared
+        return str((Path(__file__).resolve().parents[1] / TABLES[name]).resolve())
+    return str(Path(name).resolve())
+
+
 def _clean_environment(policy: str) -> dict[str, str]:
     """This process's environment without the OpenMP variables, naming ``policy``."""
     env = {k: v for k, v in os.environ.items()
@@ -110,7 +123,8 @@ def cell(source: str, epochs: int, limit: float = float("inf")) -> dict:
             seconds.append(trainer.step()["seconds"])
             spent += seconds[-1]
     applied = _threads.APPLIED
-    return {"policy": applied.policy, "set": applied.set, "threads": threads, "torch_threads": torch.get_num_threads(),
+    return {"policy": applied.policy, "set": applied.set, "decision": applied.decision, "busy": applied.busy,
+            "threads": threads, "torch_threads": torch.get_num_threads(),
             "epoch_seconds": seconds, "median_seconds": statistics.median(seconds), "d": A.shape[0], "n": A.shape[1],
             "load_average": os.getloadavg()[0]}
 
@@ -131,7 +145,9 @@ def estimate(source: str, epochs: int) -> dict:
           seed=0, progress=progress)
     real = sum(progress.seconds)
     return {"policy": _threads.APPLIED.policy, "epochs": epochs, "first_estimate": progress.first_estimate,
-            "real_seconds": real, "error": progress.first_estimate / real - 1, "epoch_seconds": progress.seconds,
+            "real_seconds": real, "epoch_seconds": progress.seconds,
+            # too few epochs for a steady one: no estimate to judge
+            "error": None if progress.first_estimate is None else progress.first_estimate / real - 1,
             "load_average": os.getloadavg()[0]}
 
 
@@ -200,7 +216,10 @@ def render(section: dict) -> list[str]:
     verdict = decide(rows, cores)
     env = section["environment"]
     lines = ["", "## Threads on a shared machine", "",
-             f"Measured on {cores} cores, last {env['date']} (load average {env['load_before']:.2f} before it; each "
+             f"Measured on {cores} cores" + (f" (CPUs {', '.join(map(str, env['cpus']))} of the machine's "
+                                              f"{env['machine_cpus']}, busy processes pinned with them)"
+                                              if env.get("cpus") and len(env["cpus"]) < env["machine_cpus"] else "")
+             + f", last {env['date']} (load average {env['load_before']:.2f} before it; each "
              "row's own is in the CSV beside the raw numbers), "
              f"{section['epochs']} epochs a cell after one warm-up (fewer, at least 2, shown in square brackets, once a cell "
              f"has taken {section.get('cell_limit', float('inf')):g} s), each cell a fresh process:", "",
@@ -226,6 +245,7 @@ def render(section: dict) -> list[str]:
                 threads.append(str(r["threads"]))
                 ratio = verdict["ratios"].get(policy, {}).get((table, load))
                 cells.append(f"{r['median_seconds']:.3g}" + (f" ({ratio:.2f})" if ratio is not None else "")
+                             + (f" {r['decision']}" if r.get("decision") else "")
                              + ("" if len(r["epoch_seconds"]) >= section["epochs"] else
                                 f" [{len(r['epoch_seconds'])} epochs]"))
             table_worst = max((v for (t, _), v in verdict["ratios"].get(policy, {}).items() if t == table),
@@ -264,6 +284,10 @@ def render(section: dict) -> list[str]:
             if "error" in e and isinstance(e["error"], str):
                 lines.append(f"| {table} | failed: {e['error']} | | | | |")
                 continue
+            if e.get("first_estimate") is None:
+                lines.append(f"| {table} | {e['epochs']} | none (too few epochs to estimate from a steady one) | "
+                             f"{e['real_seconds']:.1f} | | |")
+                continue
             lines.append(f"| {table} | {e['epochs']} | {e['first_estimate']:.1f} | {e['real_seconds']:.1f} | "
                          f"{e['error']:+.1%} | {'yes' if abs(e['error']) <= ESTIMATE_TOLERANCE else 'no'} |")
     return lines
@@ -273,7 +297,11 @@ def run(args) -> dict:
     """Measure the cells the command line names (skipping those in ``--raw`` with ``--resume``); save each."""
     raw = Path(args.raw)
     section = json.loads(raw.read_text()) if args.resume and raw.is_file() else {"rows": []}
-    tables = {name: TABLES.get(name, name) for name in args.tables}
+    tables = {name: table_path(name, args.datasets_dir) for name in args.tables}
+    missing = [path for path in tables.values() if not path.startswith("synthetic:") and not Path(path).is_file()]
+    if missing:
+        raise SystemExit(f"no table at {', '.join(missing)} (--tables names one of {', '.join(TABLES)} or a "
+                         "path; --datasets-dir the folder of <name>.mat)")
     loads = [0, *args.loads]
     section |= {"tables": _union(section.get("tables", []), tables),
                 "policies": _union(section.get("policies", []), args.policies),
@@ -281,6 +309,8 @@ def run(args) -> dict:
                 "epochs": args.epochs, "cell_limit": args.cell_seconds, "cores": _threads.available_cpus(),
                 "environment": {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                                 "load_before": os.getloadavg()[0],
+                                # the CPUs the cells and their busy processes (which inherit it) may use
+                                "cpus": sorted(_threads.allowed_cpus() or []), "machine_cpus": os.cpu_count(),
                                 "commands": [*section.get("environment", {}).get("commands", []),
                                              "python -m benchmarks.speed " + " ".join(sys.argv[1:])]}}
     done = {_key(r) for r in section["rows"] if "error" not in r}
@@ -308,7 +338,7 @@ def run(args) -> dict:
     elif args.estimate_epochs:
         section.setdefault("estimates", {})
         for table, source in tables.items():
-            if args.resume and "error" not in section["estimates"].get(table, {"error": "none"}):
+            if args.resume and not isinstance(section["estimates"].get(table, {"error": "none"}).get("error"), str):
                 continue  # measured by an earlier run of this command
             quiet = [r["median_seconds"] for r in section["rows"] if r["table"] == table and r["load"] == 0
                      and r["policy"] == _threads.DEFAULT_POLICY and "error" not in r]
@@ -323,13 +353,17 @@ def run(args) -> dict:
             raw.write_text(json.dumps(section, indent=1))
             print(f"estimate {table}: {json.dumps({k: result.get(k) for k in ('first_estimate', 'real_seconds', 'error')})}",
                   flush=True)
-    with raw.with_suffix(".csv").open("w", newline="") as handle:
+    table_file = Path(args.csv) if getattr(args, "csv", None) else raw.with_suffix(".csv")
+    table_file.parent.mkdir(parents=True, exist_ok=True)
+    with table_file.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["table", "policy", "load", "threads", "median_seconds", "epoch_seconds", "load_average"])
+        writer.writerow(["table", "policy", "load", "threads", "median_seconds", "epoch_seconds", "load_average",
+                         "decision", "busy_cpus"])
         for r in section["rows"]:
             if "error" not in r:
                 writer.writerow([r["table"], r["policy"], r["load"], r["threads"], r["median_seconds"],
-                                 " ".join(f"{s:.4f}" for s in r["epoch_seconds"]), r["load_average"]])
+                                 " ".join(f"{s:.4f}" for s in r["epoch_seconds"]), r["load_average"],
+                                 r.get("decision") or "", "" if r.get("busy") is None else f"{r['busy']:.2f}"])
     verdict = decide(section["rows"], section["cores"])
     print(f"rule: winner {verdict['winner']} (worst ratios {json.dumps({p: round(w, 2) for p, w in verdict['worst'].items()})}; "
           f"within 5 % quiet: {verdict['eligible']}; with a load-following thread count: {verdict['winner_any']}); "

@@ -53,22 +53,28 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks import _contention
-from iclfs import chain
-from iclfs.io._tables import read_feature_table
-from iclfs.method._config import RuntimeConfig, Settings, TrainingConfig, ViewConfig
-from iclfs.method._members import total_epochs, total_seconds
-from iclfs.method._model import FeatureAttention
-from iclfs.method._preprocessing import FeatureTable, prepare
-from iclfs.method._runtime import (
+from benchmarks._device import stand_in_for_missing
+
+#: Packages missing here that the method imports but these benchmarks never call (a lent GPU machine has
+#: only torch, numpy, scipy, scikit-learn and pandas): benchmarks/_device.py.
+STAND_INS = stand_in_for_missing(["yaml"])  # iclfs.chain (which imports tqdm's user) is imported where needed
+
+from benchmarks import _contention  # noqa: E402  (after the stand-ins: it reads the method's settings)
+from iclfs.io._tables import read_feature_table  # noqa: E402
+from iclfs.method._config import RuntimeConfig, Settings, TrainingConfig, ViewConfig  # noqa: E402
+from iclfs.method._members import total_epochs, total_seconds  # noqa: E402
+from iclfs.method._model import FeatureAttention  # noqa: E402
+from iclfs.method._preprocessing import FeatureTable, prepare  # noqa: E402
+from iclfs.method._runtime import (  # noqa: E402
     attention_kernel_for,
     compute_settings,
     resolve_device,
     resolve_precision,
 )
-from iclfs.method._training import Trainer
+from iclfs.method._training import Trainer  # noqa: E402
 
 DEFAULT_DATASETS = ("Prostate_GE", "COIL20", "arcene", "BASEHOCK")
+DATASETS_DIR = "../shared/datasets"
 SWEEP_D = (1000, 5000, 10000, 20000, 50000)
 SWEEP_N = (100, 500, 1000, 2000)
 SELECTION_SIZES = ("2000x200", "20000x200")
@@ -338,6 +344,8 @@ def selection_worker(source: str, device_name: str, overrides: str = "") -> dict
 
     The default settings, or those changed by ``overrides`` (``members.per_run=1``: one run).
     """
+    from iclfs import chain  # here: it imports every other method, which the contention cells never need
+
     settings = Settings().with_overrides(f"runtime.device={device_name},runtime.progress=false")
     settings = settings.with_overrides(overrides)
     table = _synthetic_table(source) if "x" in source and not Path(source).suffix else read_feature_table(source)
@@ -592,7 +600,9 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.
     """The command line, with each list that is not given filled: its default, or nothing with ``--add``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", nargs="*", default=None, help=f"default: {' '.join(DEFAULT_DATASETS)}")
-    parser.add_argument("--datasets-dir", default="../shared/datasets")
+    parser.add_argument("--datasets-dir", default=None,
+                        help="folder of the <name>.mat tables (default: ../shared/datasets; with --contention, "
+                             "each table's own folder: " + ", ".join(_contention.TABLES.values()) + ")")
     parser.add_argument("--epochs", type=int, default=3, help="measured epochs per schedule (after 1 warm-up)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--precision", default="auto", help="runtime.precision of both schedules (auto: each "
@@ -637,8 +647,9 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.
                             help="a cell stops timing after this long, once it has 2 epochs")
     contention.add_argument("--estimate-epochs", type=int, default=20,
                             help="epochs of the quiet training whose first estimate is checked; 0: none")
-    contention.add_argument("--raw", default="benchmarks/results/contention.json",
-                            help="every cell's numbers, saved as each is measured (and a .csv beside it)")
+    contention.add_argument("--raw", "--json", dest="raw", default="benchmarks/results/contention.json",
+                            help="every cell's numbers, saved as each is measured")
+    contention.add_argument("--csv", default=None, help="the cells as a table (default: --raw's path, .csv)")
     contention.add_argument("--resume", action="store_true", help="keep the cells --raw holds; measure the rest")
     args = parser.parse_args(argv)
     for name, default in (("datasets", DEFAULT_DATASETS), ("sweep_d", SWEEP_D), ("sweep_n", SWEEP_N),
@@ -646,8 +657,6 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.
         if getattr(args, name) is None:
             setattr(args, name, [] if args.add else list(default))
     report = Path(args.output).with_suffix(".json")
-    if args.contention and not report.is_file():
-        parser.error(f"--contention adds a section to {report}, which does not exist; run without it first")
     if args.add and not report.is_file():
         parser.error(f"--add adds rows to {report}, which does not exist; run without --add first")
     return parser, args
@@ -677,6 +686,13 @@ def main(argv: list[str] | None = None) -> None:
     output = Path(args.output)
     if args.contention:
         args.epochs = args.contention_epochs
+        if not output.with_suffix(".json").is_file():  # no speed report there: the section alone
+            output.parent.mkdir(parents=True, exist_ok=True)
+            output.write_text("\n".join(["# Threads on a shared machine", "",
+                                          *_contention.render(_contention.run(args))[3:]]) + "\n")
+            print(f"wrote {output} (the contention section alone: {output.with_suffix('.json')} holds no "
+                  "speed report)")
+            return
         report = json.loads(output.with_suffix(".json").read_text())
         report["contention"] = _contention.run(args)
         output.with_suffix(".json").write_text(json.dumps(report, indent=2))
@@ -703,7 +719,7 @@ def main(argv: list[str] | None = None) -> None:
         "datasets": [],
     }
     for name in args.datasets:
-        path = str(Path(args.datasets_dir) / f"{name}.mat")
+        path = str(Path(args.datasets_dir or DATASETS_DIR) / f"{name}.mat")
         row = {"name": name}
         for schedule in ("paper", "fast"):
             row[schedule] = run_worker(path, schedule, args.epochs, args.device, schedule == "fast", args.precision)
@@ -721,7 +737,7 @@ def main(argv: list[str] | None = None) -> None:
             report[key].append(result)
     report["cost"] = []
     for name in args.cost_datasets:
-        path = str(Path(args.datasets_dir) / f"{name}.mat")
+        path = str(Path(args.datasets_dir or DATASETS_DIR) / f"{name}.mat")
         pair = {"name": name}
         pair["consensus_settings"] = args.consensus
         for key, overrides in (("one_run", "members.per_run=1"), ("consensus", args.consensus)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -422,3 +423,49 @@ def test_contention_stops_at_its_time_budget_and_resume_measures_the_rest(tmp_pa
     section = _contention.run(args)
     assert measured == [("spin", 0), ("passive", 0), ("spin", 1), ("passive", 1)]
     assert len(section["rows"]) == 4 and "rule: winner passive" in capsys.readouterr().out
+
+
+def test_contention_reads_the_tables_from_datasets_dir_and_writes_where_its_flags_say(tmp_path, monkeypatch, capsys):
+    """As on a lent machine: the tables copied into one folder, no speed report there, every output in a folder
+    named on the command line."""
+    from benchmarks import _contention
+
+    sources = []
+
+    def fake(source, policy, load, epochs, limit):
+        sources.append(source)
+        return {"median_seconds": 1.0 + load, "epoch_seconds": [1.0 + load] * epochs, "threads": 2, "d": 4, "n": 3,
+                "set": {}, "decision": "spin" if policy == "adaptive" else None, "busy": 0.0, "load_average": 0.0}
+
+    monkeypatch.setattr(_contention, "measure", fake)
+    tables, out = tmp_path / "tables", tmp_path / "out"
+    tables.mkdir()
+    (tables / "lung_small.mat").write_bytes(b"")
+    speed.main(["--contention", "--tables", "lung_small", "--policies", "spin", "adaptive", "--loads", "1",
+                "--estimate-epochs", "0", "--datasets-dir", str(tables), "--json", str(out / "c.json"),
+                "--csv", str(out / "c.csv"), "--output", str(out / "contention.md"), "--notes", ""])
+    assert set(sources) == {str(tables / "lung_small.mat")}
+    assert json.loads((out / "c.json").read_text())["rows"][0]["table"] == "lung_small"
+    assert (out / "c.csv").read_text().splitlines()[0].endswith(",decision,busy_cpus")
+    text = (out / "contention.md").read_text()
+    assert text.startswith("# Threads on a shared machine\n\nMeasured on") and "| `adaptive` |" in text
+    assert not (out / "contention.json").exists()  # no speed report was there to add to
+    with pytest.raises(SystemExit, match=r"no table at .*Prostate_GE\.mat \(--tables names one of"):
+        speed.main(["--contention", "--tables", "Prostate_GE", "--datasets-dir", str(tables),
+                    "--json", str(out / "d.json"), "--output", str(out / "d.md")])
+    assert not (out / "d.json").exists()
+
+
+def test_a_missing_package_the_benchmarks_never_call_is_stood_in_for_and_fails_when_called(monkeypatch):
+    import importlib.util
+
+    from benchmarks import _device
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "yaml" else real(name, *a))
+    monkeypatch.delitem(sys.modules, "yaml")
+    assert _device.stand_in_for_missing(["yaml", "tqdm.auto"]) == ["yaml"]  # tqdm is installed here
+    stand_in = sys.modules["yaml"]
+    assert issubclass(stand_in.YAMLError, Exception) and stand_in.__spec__.name == "yaml"
+    with pytest.raises(ModuleNotFoundError, match=r"^yaml is not installed here, and yaml\.safe_load was called"):
+        stand_in.safe_load("1")
