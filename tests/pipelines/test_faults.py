@@ -73,10 +73,11 @@ def history_versions(project: Path) -> list[str]:
 
 
 def artifact(project: Path, name: str, version: str) -> Path:
-    """``data/<layer>/t/<name>/<version>/<name>``."""
+    """``data/<layer>/t/iclfs/<name>/<version>/<name>`` (the run records: ``data/08_reporting/t/...``)."""
     layer = "08_reporting" if name.split(".")[0] in ("run_record", "selection_stability", "table_changes",
                                                       "evaluation_summary") else "07_model_output"
-    return project / "data" / layer / "t" / name / version / name
+    folder = project / "data" / layer / "t" / ("" if name == "run_record.json" else "iclfs")
+    return folder / name / version / name
 
 
 def published(project: Path, version: str) -> list[str]:
@@ -116,15 +117,13 @@ def kill_all(*processes: subprocess.Popen) -> None:
             process.wait()
 
 
-def waits_on_a_lock(pid: int) -> bool:
-    """Whether process ``pid`` waits for an flock: Linux's /proc/locks lists a waiter as ``-> FLOCK ... pid``."""
-    for line in Path("/proc/locks").read_text().splitlines():
-        parts = line.split()
-        if "->" in parts:
-            at = parts.index("->")
-            if parts[at + 1:at + 2] == ["FLOCK"] and parts[at + 4:at + 5] == [str(pid)]:
-                return True
-    return False
+WAITING = "Waiting for the lock of the member history"
+
+
+def waits_on_the_history(process: subprocess.Popen, before: int) -> bool:
+    """Whether ``process`` waits for the member history's lock: it said so again since it had said so ``before``
+    times (a waiter polls the lock, :mod:`iclfs.io._lock`, so no kernel list shows it waiting)."""
+    return log_of(process).count(WAITING) > before
 
 
 def stopped_now(pid: int) -> bool:
@@ -206,10 +205,10 @@ def two_refreshes_at_once(project: Path, first: tuple[str, ...], second: tuple[s
     history's lock until both have ranked, so each reads the history before either stores it. Then ``second``
     is held still while ``first`` stores and completes, and goes on after: it stores last, onto ``first``'s
     history. Returns both processes and their versions."""
-    if not Path("/proc/locks").is_file():
-        pytest.skip("the barrier reads who waits on a lock from Linux's /proc/locks")
+    if not Path("/proc/self/stat").is_file():
+        pytest.skip("the barrier reads whether a run is stopped from Linux's /proc/<pid>/stat")
     folder = project / "data" / HISTORY / "iclfs"
-    rankings = len(versions(project, "07_model_output/t/feature_ranking.csv"))
+    rankings = len(versions(project, "07_model_output/t/iclfs/feature_ranking.csv"))
     runs = [launch(project, "data_source=t", *params) for params in (first, second)]
     try:
         stopped: dict[int, str] = {}
@@ -226,6 +225,7 @@ def two_refreshes_at_once(project: Path, first: tuple[str, ...], second: tuple[s
             assert time.monotonic() < deadline, "the runs did not reserve their member numbers in 300 s"
             time.sleep(0.005)
         run_versions = [stopped[run.pid] for run in runs]
+        waited = {run.pid: log_of(run).count(WAITING) for run in runs}  # for its reservation, maybe
         with open(folder / ".lock", "a+") as lock:
             for run in runs:
                 os.killpg(run.pid, signal.SIGCONT)
@@ -233,8 +233,8 @@ def two_refreshes_at_once(project: Path, first: tuple[str, ...], second: tuple[s
             # once, long before either has trained and ranked
             fcntl.flock(lock, fcntl.LOCK_EX)
             for run in runs:  # each saved its ranking (it read the history) and waits to store the history
-                wait_for(lambda: len(versions(project, "07_model_output/t/feature_ranking.csv")) == rankings + 2
-                         and waits_on_a_lock(run.pid), run, timeout=300)
+                wait_for(lambda: len(versions(project, "07_model_output/t/iclfs/feature_ranking.csv")) == rankings + 2
+                         and waits_on_the_history(run, waited[run.pid]), run, timeout=300)
             # stopped where it waits on this lock, never in the middle of a write to the tracking store (whose
             # lock, held by a stopped process, would hold the other run still too)
             os.killpg(runs[1].pid, signal.SIGSTOP)

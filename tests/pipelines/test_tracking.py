@@ -7,6 +7,7 @@ hook registered by its entry point as a user's project has it.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import subprocess
@@ -57,7 +58,7 @@ def test_a_users_kedro_mlflow_yml_is_accepted_and_the_environments_store_wins(pr
     run_session(project)
 
     (run,) = all_runs(store)
-    (version,) = versions(project, "07_model_output/synthetic/selections.csv")
+    (version,) = versions(project, "07_model_output/synthetic/iclfs/selections.csv")
     assert run.info.status == "FINISHED" and run.info.run_name == f"synthetic · iclfs · {version}"
     assert not (project / "mlflow.db").exists()
     # the template's unflattened parameters: kedro-mlflow's choice, the method's sections only
@@ -83,7 +84,7 @@ def test_a_variance_run_logs_its_own_parameters_the_members_real_seeds_and_airfl
     assert variance.data.tags["airflow.dag_id"] == "iclfs_synthetic"
     assert {"training", "runtime", "laplacian", "views"} <= {key.split(".")[0] for key in first.data.params}
     for run in (first, second):
-        log = pd.read_csv(project / "data/07_model_output/synthetic/training_log.csv" / run.data.tags["version"]
+        log = pd.read_csv(project / "data/07_model_output/synthetic/iclfs/training_log.csv" / run.data.tags["version"]
                           / "training_log.csv")
         seeds = log.drop_duplicates("member")["member_seed"].tolist()
         assert run.data.params["member_seeds"] == ",".join(map(str, seeds))
@@ -121,7 +122,7 @@ def test_tracking_off_for_a_pipeline_makes_no_run_and_the_run_is_kept(project):
     write_mlflow_yml(project, conf)
     run_session(project)
     assert mlflow_runs(project) == []
-    assert versions(project, "07_model_output/synthetic/selections.csv")
+    assert versions(project, "07_model_output/synthetic/iclfs/selections.csv")
 
 
 def test_an_unreachable_server_fails_fast_with_the_uri_and_where_it_came_from(project):
@@ -168,7 +169,7 @@ def test_a_store_locked_from_the_end_of_training_keeps_the_run_and_marks_its_mlf
     assert message.startswith("the run ran and is kept as any complete run, but tracking it failed at the MLflow "
                               "tracking store ")
     assert "database is locked" in message and "is marked FAILED" in message and "Nothing was run" not in message
-    (version,) = versions(project, "07_model_output/synthetic/selections.csv")  # kept, once, with its record
+    (version,) = versions(project, "07_model_output/synthetic/iclfs/selections.csv")  # kept, once, with its record
     record = project / "data/08_reporting/synthetic/run_record.json" / version / "run_record.json"
     assert json.loads(record.read_text())["pipelines"] == ["select"]
     assert (project / "data/latest/synthetic/iclfs/feature_list.csv").is_file()
@@ -193,6 +194,11 @@ def test_the_first_use_of_a_sqlite_store_waits_for_the_process_that_holds_it_and
         holder.kill()
         holder.wait()
     with opened_alone(f"sqlite:///{store}", timeout=5):  # the holder is gone: its lock with it
+        assert json.loads((tmp_path / ".mlflow.db.lock.holder").read_text())["pid"] == os.getpid()
+    assert not (tmp_path / ".mlflow.db.lock.holder").exists()
+    with pytest.raises(RuntimeError, match="opening failed"), opened_alone(f"sqlite:///{store}", timeout=5):
+        raise RuntimeError("opening failed")
+    with opened_alone(f"sqlite:///{store}", timeout=0):  # let go after an exception too
         pass
 
 

@@ -156,7 +156,7 @@ def after_a_run(then: Callable[[Path], Outcome], names: list[str] | None = None)
 
 
 def truncate_ranking(project: Path) -> Outcome:
-    ranking = Outcome(0, "", project).latest("07_model_output/t/feature_ranking.csv")
+    ranking = Outcome(0, "", project).latest("07_model_output/t/iclfs/feature_ranking.csv")
     text = ranking.read_text()
     ranking.write_text(text[: len(text) // 2])
     return kedro(project, "data_source=t", pipeline="selection")
@@ -234,7 +234,7 @@ def silent_tracking_server(project: Path) -> Outcome:
 
 def names_leave_as_they_came(outcome: Outcome) -> None:
     """Every artifact that names features names them byte for byte."""
-    source = "07_model_output/t"
+    source = "07_model_output/t/iclfs"
     ranking = CSVDataset(filepath=str(outcome.latest(f"{source}/feature_ranking.csv"))).load()
     assert sorted(ranking["feature_name"]) == sorted(AWKWARD)
     names = json.loads(outcome.latest("03_primary/t/feature_names.json").read_text())
@@ -260,7 +260,7 @@ def distinct_look_alike_names(outcome: Outcome) -> None:
 def r_export_read_whole(outcome: Outcome) -> None:
     names = json.loads(outcome.latest("03_primary/r/feature_names.json").read_text())
     assert names == [f"gene{j}" for j in range(12)]
-    reduced = pd.read_parquet(outcome.latest("07_model_output/r/reduced_data.parquet"))
+    reduced = pd.read_parquet(outcome.latest("07_model_output/r/iclfs/reduced_data.parquet"))
     assert reduced["sample_id"].tolist() == [f"S{i}" for i in range(20)]  # every sample, S0 too
 
 
@@ -269,7 +269,7 @@ def pipes_read_as_columns(outcome: Outcome) -> None:
 
 
 def parquet_index_kept(outcome: Outcome) -> None:
-    reduced = pd.read_parquet(outcome.latest("07_model_output/q/reduced_data.parquet"))
+    reduced = pd.read_parquet(outcome.latest("07_model_output/q/iclfs/reduced_data.parquet"))
     assert reduced.columns[0] == "patient" and reduced["patient"].tolist() == [f"p{i:02d}" for i in range(24)]
 
 
@@ -473,12 +473,12 @@ def test_a_stage_after_a_killed_run_reads_the_last_complete_run_only(tmp_path):
     for stage in ("ranking", "selection", "report"):
         done = start(project, "data_source=shared", f"input={project / 'a.csv'}", pipeline=stage)
         assert done.wait(timeout=300) == 0, stage
-    ranked = CSVDataset(filepath=str(outcome.latest("07_model_output/shared/feature_ranking.csv"))).load()
+    ranked = CSVDataset(filepath=str(outcome.latest("07_model_output/shared/iclfs/feature_ranking.csv"))).load()
     assert len(ranked) == 60 and set(ranked["feature_name"]) == set(a_names)  # A's scores under A's names
-    names = CSVDataset(filepath=str(outcome.latest("07_model_output/shared/feature_list.csv"))).load()[
+    names = CSVDataset(filepath=str(outcome.latest("07_model_output/shared/iclfs/feature_list.csv"))).load()[
         "feature_name"].tolist()
     assert set(names) <= set(a_names)
-    reduced = pd.read_parquet(outcome.latest("07_model_output/shared/reduced_data.parquet"))
+    reduced = pd.read_parquet(outcome.latest("07_model_output/shared/iclfs/reduced_data.parquet"))
     source = pd.read_csv(project / "a.csv")
     np.testing.assert_allclose(reduced[names].to_numpy(), source[names].to_numpy())
 
@@ -516,7 +516,7 @@ def test_the_summary_a_scheduled_jobs_log_carries_is_plain_and_whole(tmp_path):
     start_at = lines.index("Run summary")
     summary = lines[start_at + 1:start_at + 7]
     assert summary[0] == "  data source: t" and summary[1] == "  table: 12 features x 24 samples"
-    path = Outcome(0, "", project).latest("07_model_output/t/feature_list.csv")
+    path = Outcome(0, "", project).latest("07_model_output/t/iclfs/feature_list.csv")
     assert f"  the list: {path}" in summary
     assert all(line.startswith("  ") for line in summary)
 
@@ -531,10 +531,8 @@ def test_feature_table_readers_keep_names_exact_in_every_format(tmp_path):
     frame.to_parquet(tmp_path / "t.parquet")
     for name in ("t.csv", "t.tsv", "t.parquet"):
         assert FeatureTableDataset(filepath=str(tmp_path / name)).load().feature_names == names, name
-    h5py = pytest.importorskip("h5py")
-    with h5py.File(tmp_path / "t.h5ad", "w") as handle:
-        handle["X"] = values
-        for group, index in (("obs", [f"c{i}" for i in range(6)]), ("var", names)):
-            handle.create_group(group).attrs["_index"] = "_index"
-            handle[group].create_dataset("_index", data=index, dtype=h5py.string_dtype())
+    anndata = pytest.importorskip("anndata")
+    # plain object strings: anndata's writer cannot write pandas 3's string arrays (tests/io/test_h5ad.py)
+    anndata.AnnData(X=values, obs=pd.DataFrame(index=pd.Index([f"c{i}" for i in range(6)], dtype=object)),
+                    var=pd.DataFrame(index=pd.Index(names, dtype=object))).write_h5ad(tmp_path / "t.h5ad")
     assert FeatureTableDataset(filepath=str(tmp_path / "t.h5ad")).load().feature_names == names

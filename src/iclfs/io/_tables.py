@@ -7,7 +7,7 @@ suffix                     read by
 ``.tsv``, ``.tab``         ``pandas.read_csv`` (tab)
 ``.txt``                   ``pandas.read_csv``, delimiter sniffed
 ``.parquet``               ``pandas.read_parquet``
-``.h5ad``                  ``anndata.read_h5ad`` (optional: ``pip install anndata``)
+``.h5ad``                  ``anndata.read_h5ad`` (the ``h5ad`` extra)
 ``.mat``                   ``scipy.io.loadmat`` (scikit-feature layout: ``X``, ``Y``)
 =========================  ==================================================
 
@@ -187,67 +187,78 @@ def _parse_mat(raw: bytes, source: str, data_key: str, label_key: str | None, lo
 
 
 def _parse_h5ad(raw: bytes, source: str, label_column: str | None, load_args: dict) -> FeatureTable:
-    """An AnnData ``.h5ad`` file, read with h5py from its documented on-disk layout.
+    """An AnnData ``.h5ad`` file, read by ``anndata.read_h5ad`` (``load_args`` are its options).
 
-    ``X`` (a dense array, or a ``csr_matrix`` / ``csc_matrix`` group) is samples
-    x features; ``var``'s index gives the feature names, ``obs``'s the sample
-    ids, and ``label_column`` an ``obs`` column (plain or categorical).
+    ``X`` (a dense array, or a ``csr_matrix`` / ``csc_matrix``) is samples x
+    features; ``var``'s index gives the feature names, ``obs``'s the sample
+    ids, and ``label_column`` an ``obs`` column (plain or categorical). The
+    file's layout is checked first (with h5py, anndata's own dependency), so a
+    file that is not one AnnData writes is refused naming what it lacks: anndata
+    reads an ``obs`` or ``var`` without its encoding metadata with the names
+    ``'0'``, ``'1'``, ... in place of the file's (docs/architecture.md).
     """
     try:
+        import anndata
         import h5py
     except ImportError as err:
-        raise TableReadError(f"{source}: reading .h5ad needs the optional package h5py "
+        raise TableReadError(f"{source}: reading .h5ad needs the optional package anndata "
                              "(pip install 'iclfs[h5ad]')") from err
+    if "backed" in load_args:
+        raise TableReadError(f"{source}: load_args backed is not an option here: the table is read whole, from "
+                             "the file's bytes (any fsspec location)")
+    buffer = io.BytesIO(raw)
     try:
-        handle = h5py.File(io.BytesIO(raw), "r", **load_args)
+        handle = h5py.File(buffer, "r")
     except Exception as err:  # h5py raises OSError and others for files that are not HDF5
         raise TableReadError(f"{source}: not a readable AnnData .h5ad file ({err})") from err
     with handle:
-        missing = [key for key in ("X", "obs", "var") if key not in handle]
-        if missing:
-            raise TableReadError(f"{source}: not an AnnData .h5ad file: no {', '.join(missing)} "
-                                 f"(found {sorted(handle)})")
-        X = _h5ad_matrix(handle["X"], source)
-        samples = _h5ad_index(handle["obs"])
-        y = None
-        if label_column is not None:
-            columns = [k for k in handle["obs"] if k != handle["obs"].attrs.get("_index", "_index")]
-            if label_column not in columns:
-                raise TableReadError(f"{source}: obs has no column {label_column!r}; obs columns: {columns[:10]}")
-            y = _h5ad_column(handle["obs"][label_column])
-        return FeatureTable(X=X, y=y, feature_names=_h5ad_index(handle["var"]), source=source,
-                            sample_ids=samples, sample_id_name="obs_names")
+        _check_h5ad_layout(handle, source)
+    try:
+        adata = anndata.read_h5ad(buffer, **load_args)  # h5py opens a file object as it opens a path
+    except TypeError as err:
+        raise TableReadError(f"{source}: load_args {sorted(load_args)} are not all options of anndata.read_h5ad "
+                             f"({err})") from err
+    except Exception as err:  # noqa: BLE001  (anndata's registry and h5py raise many kinds)
+        raise TableReadError(f"{source}: anndata cannot read this .h5ad file ({type(err).__name__}: "
+                             f"{str(err)[:300]})") from err
+    y = None
+    if label_column is not None:
+        columns = [str(c) for c in adata.obs.columns]
+        if label_column not in columns:
+            raise TableReadError(f"{source}: obs has no column {label_column!r}; obs columns: {columns[:10]}")
+        y = _obs_column(adata.obs[label_column])
+    X = adata.X
+    return FeatureTable(X=X if not isinstance(X, np.matrix) else np.asarray(X), y=y,
+                        feature_names=[str(n) for n in adata.var_names], source=source,
+                        sample_ids=[str(n) for n in adata.obs_names], sample_id_name="obs_names")
 
 
-def _text(values: np.ndarray) -> list[str]:
-    return [v.decode() if isinstance(v, bytes) else str(v) for v in values]
-
-
-def _h5ad_matrix(node, source: str):
+def _check_h5ad_layout(handle, source: str) -> None:
+    """Refuse, naming the problem, a file whose ``X``, ``obs`` or ``var`` anndata would not read as written."""
     import h5py
-    from scipy import sparse
 
-    if isinstance(node, h5py.Dataset):
-        return node[()]
-    encoding = node.attrs.get("encoding-type", "")
-    if encoding in ("csr_matrix", "csc_matrix"):
-        kind = sparse.csr_matrix if encoding == "csr_matrix" else sparse.csc_matrix
-        return kind((node["data"][()], node["indices"][()], node["indptr"][()]), shape=tuple(node.attrs["shape"]))
-    raise TableReadError(f"{source}: X is stored as {encoding or 'an unknown group'!r}; expected a dense array, "
-                         "csr_matrix or csc_matrix")
+    missing = [key for key in ("X", "obs", "var") if key not in handle]
+    if missing:
+        raise TableReadError(f"{source}: not an AnnData .h5ad file: no {', '.join(missing)} (found {sorted(handle)})")
+    encoding = "" if isinstance(handle["X"], h5py.Dataset) else handle["X"].attrs.get("encoding-type", "")
+    if not isinstance(handle["X"], h5py.Dataset) and encoding not in ("csr_matrix", "csc_matrix"):
+        raise TableReadError(f"{source}: X is stored as {encoding or 'an unknown group'!r}; expected a dense array, "
+                             "csr_matrix or csc_matrix")
+    # a group without encoding metadata: anndata would name its rows '0', '1', ... (files of anndata < 0.7 store
+    # obs and var as arrays, which it reads with their names)
+    unnamed = [key for key in ("obs", "var")
+               if isinstance(handle[key], h5py.Group) and handle[key].attrs.get("encoding-type") != "dataframe"]
+    if unnamed:
+        raise TableReadError(f"{source}: {' and '.join(unnamed)} lack AnnData's encoding metadata (encoding-type "
+                             "'dataframe'), so their names cannot be read; write the file with anndata "
+                             "(AnnData.write_h5ad) or scanpy")
 
 
-def _h5ad_index(frame) -> list[str]:
-    return _text(frame[frame.attrs.get("_index", "_index")][()])
-
-
-def _h5ad_column(node) -> np.ndarray:
-    if node.attrs.get("encoding-type", "") == "categorical":
-        categories = np.asarray(_text(node["categories"][()]), dtype=object)
-        codes = node["codes"][()]
-        return np.where(codes >= 0, categories[np.clip(codes, 0, None)], None)
-    values = node[()]
-    return np.asarray(_text(values), dtype=object) if values.dtype.kind in "OS" else values
+def _obs_column(column: pd.Series) -> np.ndarray:
+    """An ``obs`` column's values: text as str (a missing category as None), numbers as they are."""
+    if isinstance(column.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(column.dtype):
+        return np.asarray([None if pd.isna(v) else str(v) for v in column], dtype=object)
+    return column.to_numpy()
 
 
 @dataclass

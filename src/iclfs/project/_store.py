@@ -9,7 +9,6 @@ import contextlib
 import os
 import socket
 import sqlite3
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -19,6 +18,7 @@ from typing import Any
 
 from kedro.config import MissingConfigException
 
+from iclfs.io._lock import LockTimeoutError, held
 from iclfs.method._config import ParameterError
 
 #: A server's answer time and MLflow's retries where the user set none: seconds to fail, not 7 x 120 s.
@@ -143,33 +143,22 @@ def make_experiment(uri: str, experiment: dict) -> None:
 
 @contextlib.contextmanager
 def opened_alone(uri: str, timeout: float = FIRST_USE_TIMEOUT) -> Iterator[None]:
-    """Hold the SQLite store at ``uri`` for this process alone: ``.<file>.lock`` beside it (:mod:`filelock`); the
-    holder writes who it is in ``.<file>.lock.holder``, so a run that waits past ``timeout`` s names it."""
+    """Hold the SQLite store at ``uri`` for this process alone: ``.<file>.lock`` beside it (:mod:`iclfs.io._lock`,
+    on :mod:`filelock`), so a run that waits past ``timeout`` s names the process that holds it."""
     path = sqlite_path(uri)
     if path is None:
         yield
         return
-    from filelock import FileLock, Timeout
-
-    lock = FileLock(path.with_name(f".{path.name}.lock"), timeout=timeout)
-    holder = path.with_name(f".{path.name}.lock.holder")
-    try:
-        lock.acquire()
-    except Timeout:
-        who = "unknown"
-        with contextlib.suppress(OSError):
-            who = holder.read_text().strip() or who
-        raise TrackingUnavailableError(
-            f"the MLflow tracking store {path} is being opened by another process ({who})"
-            f" for more than {timeout:g} s. Nothing was run. Wait for it to finish, or stop it, and run again."
-        ) from None
-    try:
-        with contextlib.suppress(OSError):
-            holder.write_text(f"process {os.getpid()} on {socket.gethostname()}, since "
-                              f"{time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+    with contextlib.ExitStack() as holding:
+        try:
+            holding.enter_context(held(path.with_name(f".{path.name}.lock"), f"the MLflow tracking store {path}",
+                                       timeout))
+        except LockTimeoutError as err:
+            raise TrackingUnavailableError(
+                f"the MLflow tracking store {path} is being opened by another process ({err.holder})"
+                f" for more than {timeout:g} s. Nothing was run. Wait for it to finish, or stop it, and run again."
+            ) from None
         yield
-    finally:
-        lock.release()
 
 
 def tracking_config(loader: Any) -> tuple[dict, str]:

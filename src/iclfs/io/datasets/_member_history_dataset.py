@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 from kedro.io.core import AbstractVersionedDataset, DatasetError, Version, get_protocol_and_path
 
+from iclfs.io._lock import held as hold_lock
 from iclfs.method._ranking import Member, MemberHistory
 
 from ._versioned import VersionedArtifact
@@ -45,6 +46,9 @@ LOGGER = logging.getLogger(__name__)
 FORMAT = 1
 HEAD = ".head"  # earlier versions' pointer to the newest version; now set aside
 LOCK = ".lock"
+#: How long a run waits for the history's lock (held for a merge of a few milliseconds) before it stops, naming
+#: the holder: a holder that keeps it longer hangs (stopped, or on a disk that does not answer).
+LOCK_TIMEOUT = 600.0
 RESERVED = ".reserved"
 
 
@@ -265,7 +269,7 @@ class _Store:
     def reserve(self, version: str, count: int) -> int:
         """The first of ``count`` member numbers for the run ``version``, past every number stored or reserved by
         a running run; kept until the run ends."""
-        with self.locked():
+        with self.locked(run=version):
             held = self._reservations()
             if version in held:
                 return held[version][0]
@@ -282,37 +286,19 @@ class _Store:
             return None
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover  (Windows: one writer at a time is the user's to keep)
-            self.folder.mkdir(parents=True, exist_ok=True)
+    def locked(self, run: str | None = None) -> Iterator[None]:
+        """Hold the history's lock (``.lock``, :mod:`iclfs.io._lock`) for the block: a merge of a few
+        milliseconds, so a wait past :data:`LOCK_TIMEOUT` s means a holder that hangs; the error names it."""
+        # filelock never keeps a waiter on a file discard() removed: each try opens the lock afresh, and a file
+        # removed between the open and the lock is let go and tried again
+        what = f"the member history of {self.data_source!r} ({self.method})"
+        with hold_lock(self.folder / LOCK, what, LOCK_TIMEOUT, run=run):
             yield
-            return
-        while True:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            try:
-                handle = open(self.folder / LOCK, "a+")  # noqa: SIM115  (closed by the with below)
-            except FileNotFoundError:  # discard() removed the emptied folder in between: make it again
-                continue
-            with handle:
-                fcntl.flock(handle, fcntl.LOCK_EX)
-                try:
-                    # discard() may have removed the lock file while this run waited on it: lock the one there is
-                    try:
-                        current = os.path.samestat(os.fstat(handle.fileno()), os.stat(self.folder / LOCK))
-                    except FileNotFoundError:
-                        current = False
-                    if current:
-                        yield
-                        return
-                finally:
-                    fcntl.flock(handle, fcntl.LOCK_UN)
 
     def discard(self, version: str) -> bool:
         """Remove ``version`` (a failed or dead run's) and its reservation, and the folder's lock when no version
         is left. Whether ``version`` was there."""
-        with self.locked():
+        with self.locked(run=version):
             folder = self.folder / version
             found = folder.is_dir()
             shutil.rmtree(folder, ignore_errors=True)
@@ -334,7 +320,7 @@ class _Store:
         was stored since it read. Members of runs that died are dropped here; those of runs that still run, which
         this run did not read, are kept.
         """
-        with self.locked():
+        with self.locked(run=version):
             head = self.head()
             merged = None
             if head is not None and head == history.version and not history.afresh:
