@@ -102,3 +102,762 @@ as *not run*: it is shown as such and fails T2's and T3's count for that set.
 Cells (sets, deployments, refreshes) that did not finish inside the device
 run are reported as not run; nothing is extrapolated.
 """
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import queue
+import sys
+import time
+import traceback
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+# Only the method core and the table readers: this runs where numpy, scipy, scikit-learn, pandas and torch are all
+# that is installed (no Kedro, no MLflow; iclfs.chain and iclfs.evaluation import the baselines, which need more).
+import iclfs
+from iclfs.io._tables import find_dataset, read_feature_table
+from iclfs.method._config import (LaplacianConfig, MembersConfig, RankingConfig, RuntimeConfig, SelectionConfig,
+                                  TrainingConfig, ViewConfig)
+from iclfs.method._evidence import list_evidence
+from iclfs.method._laplacian import laplacian_scores
+from iclfs.method._lgrc import gate
+from iclfs.method._members import member_settings, plan_members, train_member
+from iclfs.method._preprocessing import FeatureTable, invert, prepare
+from iclfs.method._ranking import Member, MemberHistory, member_seed, rank
+from iclfs.method._scores import feature_order
+from iclfs.method._stability import jaccard
+
+HERE = Path(__file__).resolve().parent
+PAGE = HERE / "results" / "agreement.md"
+CELLS = HERE / "results" / "cells" / "refresh"  # the refresh study's cells: one run per refresh, today's default
+REFRESH_STORE = HERE / "results" / "refresh"  # the refresh study's stored runs (their scores)
+DATA_DIRS = ("../shared/datasets", "../shared/validation")
+REPORTED = ("lung_small", "ORL", "warpPIE10P", "Prostate_GE", "ALLAML", "madelon")
+SHOWN = ("Isolet",)  # a validation set shown beside the reported ones, not judged
+#: The order the sets run in: cheapest first by the refresh study's one-run seconds on one CPU thread (lung_small
+#: 3.5 s, ORL 50, warpPIE10P 97, Prostate_GE 375, madelon 410, ALLAML 446), Isolet (not judged) last.
+ORDER = ("lung_small", "ORL", "warpPIE10P", "Prostate_GE", "madelon", "ALLAML", "Isolet")
+DEPLOYMENTS = (42, 43)
+KEEP = 0.9  # benchmarks.refresh's: each refresh keeps this share of the samples
+DRAW_STREAM = 2  # benchmarks.refresh's seed stream of a refresh's sample draw
+SEED_STRIDE = 64  # refresh r's plan is seeded member_seed(deployment, 64 r), as benchmarks.evidence's
+REFRESHES = 8
+K = 50
+STEADY_FROM = 5
+MEMBER_COUNTS = (1, 4, 16, 64)
+FUSIONS = (0.5, 0.0)  # members.laplacian_weight: today's, and off
+THRESHOLDS = (0.6, 0.75, 0.9)
+N_RUNS = 20  # k-means runs per k (method.md §8)
+ONE_RUN = "iclfs-one-run-per-refresh"  # the refresh study's cell folders
+TODAY = "carried-mean-rank-half-life-inf-cap-64-hold-3-carried-laplacian-admit-2-laplacian-weight-0.5-reciprocal-rank"
+CPU_MEMBERS_PER_RUN = 2.0  # rule 4: M members at most twice one run per refresh on one CPU thread
+
+
+def refresh_samples(n_samples: int, deployment: int, refresh: int) -> np.ndarray:
+    """The samples refresh ``refresh`` (from 0) of a deployment sees, ascending: benchmarks.refresh's draw."""
+    rng = np.random.default_rng(np.random.SeedSequence([deployment, refresh, DRAW_STREAM]))
+    return np.sort(rng.choice(n_samples, size=round(KEEP * n_samples), replace=False))
+
+
+def refresh_table(table: FeatureTable, samples: np.ndarray) -> FeatureTable:
+    y = None if table.y is None else np.asarray(table.y)[samples]
+    return FeatureTable(X=np.asarray(table.X)[samples], y=y, feature_names=table.feature_names, source=table.source)
+
+
+def k_grid(n_features: int) -> list[int]:
+    """The selection grid up to d (iclfs.chain.k_values_for on the default settings)."""
+    return sorted(k for k in SelectionConfig().k_values if k <= n_features)
+
+
+def counts_up_to(members: int) -> list[int]:
+    """The candidate member counts a plan of ``members`` covers: 1, 4, 16, 64 up to it, and itself."""
+    return sorted({m for m in MEMBER_COUNTS if m <= members} | {members})
+
+
+def members_config(M: int, fusion: float, threshold: float = THRESHOLDS[-1], epochs: int | None = None
+                   ) -> MembersConfig:
+    """The ``members`` section a candidate ranks and reads its evidence with (M = 1: one member, no pair)."""
+    epochs = MembersConfig().epochs if epochs is None else epochs
+    if M == 1:
+        return MembersConfig(laplacian_weight=fusion, threshold=threshold, epochs=epochs)
+    return MembersConfig(per_run=M, sampling="complementary", laplacian_weight=fusion, threshold=threshold,
+                         epochs=epochs)
+
+
+def _protocol():
+    """docs/method.md §8's k-means protocol, the module itself (iclfs.evaluation's package imports the baselines)."""
+    path = Path(iclfs.__file__).parent / "evaluation" / "_protocol.py"
+    spec = importlib.util.spec_from_file_location("_agreement_protocol", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def best_accuracy(X: np.ndarray, labels: np.ndarray, selections: Mapping[int, Sequence[int]]) -> dict:
+    """Every k's mean k-means accuracy (20 runs, seeds 42 + r) and the best k's, as benchmarks.refresh does it."""
+    protocol = _protocol()
+    by_k = {}
+    for k in sorted(selections):
+        accuracy, _ = protocol.kmeans_scores(X[:, np.asarray(selections[k], dtype=np.int64)], labels, N_RUNS, 42)
+        by_k[int(k)] = float(accuracy.mean())
+    best = max(by_k, key=lambda k: (by_k[k], -k))
+    return {"by_k": by_k, "best_k": best, "accuracy": by_k[best]}
+
+
+# -- run: one (set, deployment) chain, refresh by refresh ------------------------------------------------------
+
+
+@dataclass
+class Carried:
+    """One candidate's state along a chain: its history and its last lists."""
+
+    history: MemberHistory = field(default_factory=MemberHistory)
+    previous: dict[int, tuple[str, ...]] | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    dataset: str
+    deployment: int
+    refreshes: int
+    members: int
+    epochs: int
+    device: str
+    data_dirs: tuple[str, ...]
+    accuracy: bool = True
+    time_one_run: bool = True
+
+
+def train_plan(A: np.ndarray, seed: int, members: int, epochs: int, runtime: RuntimeConfig) -> list:
+    """The refresh's ``members`` members as the product trains them (complementary half-samples, ``epochs``)."""
+    config = MembersConfig(per_run=members, sampling="complementary", epochs=epochs)
+    training, member_epochs = member_settings(A.shape[1], TrainingConfig(), config)
+    plans = plan_members(A.shape[1], config, seed, A.shape[0])
+    return [train_member(A, plan, training, member_epochs, ViewConfig(), runtime) for plan in plans]
+
+
+def one_run_seconds(A: np.ndarray, seed: int, runtime: RuntimeConfig) -> float:
+    """Seconds of one default run (``per_run: 1``: training.epochs on every sample) on the same device."""
+    config = MembersConfig()
+    training, epochs = member_settings(A.shape[1], TrainingConfig(), config)
+    (plan,) = plan_members(A.shape[1], config, seed, A.shape[0])
+    return float(train_member(A, plan, training, epochs, ViewConfig(), runtime).seconds)
+
+
+def refresh_line(job: Job, table: FeatureTable, r: int, states: dict[tuple[int, float], Carried],
+                 runtime: RuntimeConfig) -> dict:
+    """Refresh ``r`` (from 0) of a chain: train, then carry every candidate one refresh on; the line it writes."""
+    samples = refresh_samples(np.asarray(table.X).shape[0], job.deployment, r)
+    prepared = prepare(refresh_table(table, samples))
+    names = list(prepared.feature_names)
+    d = len(names)
+    grid = k_grid(d)
+    A = invert(prepared.standardized)
+    seed = member_seed(job.deployment, SEED_STRIDE * r)
+    trained = train_plan(A, seed, job.members, job.epochs, runtime)
+    score = RankingConfig().score
+    started = time.perf_counter()
+    ls = laplacian_scores(prepared.standardized, n_neighbors=LaplacianConfig().n_neighbors)
+    ls_seconds = time.perf_counter() - started
+    last = r == job.refreshes - 1
+    line = {"kind": "refresh", "dataset": job.dataset, "deployment": job.deployment, "refresh": r + 1,
+            "refreshes": job.refreshes, "n_samples": int(A.shape[1]), "n_features": d, "members": job.members,
+            "epochs": job.epochs, "device": job.device, "seed": int(seed),
+            "member_seconds": [float(t.seconds) for t in trained], "laplacian_seconds": ls_seconds,
+            "member_first": [feature_order(t.scores[score])[:K].tolist() for t in trained], "candidates": []}
+    fingerprint = f"{job.dataset}/{job.deployment}/{r}"
+    for M in counts_up_to(job.members):
+        members = [Member(t.plan.seed, tuple(names), t.scores[score], t.seconds) for t in trained[:M]]
+        for fusion in FUSIONS:
+            state = states.setdefault((M, fusion), Carried())
+            config = members_config(M, fusion, epochs=job.epochs)
+            started = time.perf_counter()
+            ranking, history = rank(members, names, ls, config, grid, state.history, fingerprint=fingerprint)
+            held = state.previous if state.history.members else None  # Continuation.holds
+            selections = gate(ranking.order, ranking.gate, ranking.selection_frequency, SelectionConfig(), grid,
+                              names, held)
+            list_seconds = time.perf_counter() - started
+            states[(M, fusion)] = Carried(history, {k: tuple(names[j] for j in c) for k, c in selections.items()})
+            evidence = {f"{t:g}": list_evidence(ranking, K, config.replace(threshold=t)) for t in THRESHOLDS}
+            cell = {"members": M, "fusion": fusion, "list": selections[K].tolist(), "list_seconds": list_seconds,
+                    "ranked_by": len(ranking.members),
+                    "stable": {t: e.stable.tolist() for t, e in evidence.items()},
+                    "bound": {t: e.bound for t, e in evidence.items()}}
+            if last:
+                cell["selections"] = {str(k): c.tolist() for k, c in selections.items()}
+                if job.accuracy and prepared.labels is not None:
+                    cell["accuracy"] = best_accuracy(prepared.standardized, prepared.labels, selections)
+            line["candidates"].append(cell)
+    if job.time_one_run and r == 0 and job.deployment == DEPLOYMENTS[0]:
+        line["one_run_seconds"] = one_run_seconds(A, member_seed(job.deployment, r), runtime)
+    return line
+
+
+def chain(job: Job, deadline: float, runtime: RuntimeConfig, emit) -> None:
+    """Every refresh of one (set, deployment), in order; none is started after ``deadline``, and the chain stops
+    when the refreshes left would not finish by it at the pace so far."""
+    table = read_feature_table(find_dataset(job.dataset, job.data_dirs))
+    states: dict[tuple[int, float], Carried] = {}
+    started = time.time()
+    for r in range(job.refreshes):
+        now = time.time()
+        pace = (now - started) / r if r else 0.0
+        if now >= deadline or now + pace * (job.refreshes - r) > deadline:
+            emit({"kind": "stopped", "dataset": job.dataset, "deployment": job.deployment, "refresh": r + 1,
+                  "why": "the budget ran out" if now >= deadline else
+                  f"at {pace:.1f} s a refresh the {job.refreshes - r} left would not finish inside the budget"})
+            return
+        emit(refresh_line(job, table, r, states, runtime))
+
+
+def warm_up(runtime: RuntimeConfig) -> None:
+    """One tiny member, untimed, so the first timed member does not pay for starting the device."""
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((64, 32)).astype(np.float32)
+    train_plan(A, 0, 2, 2, runtime)
+
+
+def worker(index: int, cores: list[int], tasks, results, deadline: float, threads: int) -> None:
+    """A worker process: pinned to ``cores``, it runs the chains it takes from ``tasks`` until there are none, on
+    ``threads`` torch threads."""
+    if cores and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, cores)
+    emit = results.put
+    device = None
+    while True:
+        job = tasks.get()
+        if job is None:
+            break
+        runtime = RuntimeConfig(device=job.device, progress=False, num_threads=threads)
+        try:
+            if device != job.device:
+                warm_up(runtime)
+                device = job.device
+            chain(job, deadline, runtime, emit)
+        except Exception:  # one chain's failure is written, and the others go on
+            emit({"kind": "error", "dataset": job.dataset, "deployment": job.deployment,
+                  "error": traceback.format_exc()})
+    emit({"kind": "worker_done", "worker": index})
+
+
+class Receiver:
+    """A worker's ``results`` in the process that writes the lines: ``put`` writes at once."""
+
+    def __init__(self, receive) -> None:
+        self.put = receive
+
+
+def spawn(jobs: Sequence[Job], workers: int, cores: list[int], per: int, threads: int, deadline: float,
+          receive) -> None:
+    """The chains over ``workers`` spawned processes, each pinned to ``per`` of ``cores``; every line they send
+    goes to ``receive`` as it comes."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")  # never fork a process that may hold a CUDA context
+    tasks, results = context.Queue(), context.Queue()
+    for job in [*jobs, *[None] * workers]:
+        tasks.put(job)
+    processes = [context.Process(target=worker, args=(i, cores[i * per:(i + 1) * per], tasks, results, deadline,
+                                                      threads)) for i in range(workers)]
+    for process in processes:
+        process.start()
+    done = 0
+    while done < workers:
+        try:
+            line = results.get(timeout=5)
+        except queue.Empty:
+            if not any(p.is_alive() for p in processes):
+                break
+            continue
+        done += line["kind"] == "worker_done"
+        receive(line)
+    for process in processes:
+        process.join(timeout=10)
+
+
+def device_name(device: str) -> str:
+    import torch
+
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return torch.cuda.get_device_name(torch.device(device))
+    return f"CPU ({len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count()} cores)"
+
+
+def run(datasets: Sequence[str], data_dirs: Sequence[str], out: Path, budget_s: float, workers: int,
+        members: int, refreshes: int, epochs: int, device: str, accuracy: bool = True,
+        threads: int | None = None) -> None:
+    """Every (set, deployment) chain, cheapest set first and both deployments of a set side by side, over
+    ``workers`` processes sharing the device (one: this process); one line per finished refresh, appended to ``out``
+    and flushed at once, so a run killed keeps every refresh it finished."""
+    started = time.time()
+    deadline = started + budget_s
+    ordered = [d for d in ORDER if d in datasets] + [d for d in datasets if d not in ORDER]
+    for dataset in ordered:  # a missing table is refused before anything runs
+        find_dataset(dataset, data_dirs)
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count()))
+    per = max(1, len(cores) // workers)
+    threads = threads or per
+    jobs = [Job(dataset, deployment, refreshes, members, epochs, device, tuple(data_dirs), accuracy)
+            for dataset in ordered for deployment in DEPLOYMENTS]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a") as handle:
+        def write(line: dict) -> None:
+            handle.write(json.dumps(line) + "\n")
+            handle.flush()
+
+        def receive(line: dict) -> None:
+            if line["kind"] == "worker_done":
+                return
+            line["elapsed_s"] = time.time() - started
+            write(line)
+            what = f"{line.get('dataset')} {line.get('deployment')} refresh {line.get('refresh', '-')}"
+            if line["kind"] == "refresh":
+                print(f"{line['elapsed_s']:.0f} s: {what}, members {sum(line['member_seconds']):.1f} s", flush=True)
+            else:
+                print(f"{line['elapsed_s']:.0f} s: {line['kind']} {what}: {line.get('why', line.get('error'))}",
+                      flush=True)
+
+        import torch
+
+        write({"kind": "start", "time": started, "datasets": ordered, "members": members, "refreshes": refreshes,
+               "epochs": epochs, "device": device, "device_name": device_name(device), "workers": workers,
+               "threads_per_worker": threads, "budget_s": budget_s, "torch": torch.__version__,
+               "python": sys.version.split()[0]})
+        if workers == 1:  # in this process, on its own cores
+            tasks = queue.SimpleQueue()
+            for job in [*jobs, None]:
+                tasks.put(job)
+            worker(0, [], tasks, Receiver(receive), deadline, threads)
+        else:
+            spawn(jobs, workers, cores, per, threads, deadline, receive)
+        write({"kind": "end", "time": time.time(), "elapsed_s": time.time() - started})
+
+
+# -- report: the page from the lines -------------------------------------------------------------------------
+
+
+@dataclass
+class Results:
+    """The lines of one or more runs: the last line of each finished refresh, and what else they said."""
+
+    refreshes: dict[tuple[str, int, int], dict]
+    starts: list[dict]
+    events: list[dict]
+
+    @property
+    def planned(self) -> int:
+        return max((s["refreshes"] for s in self.starts), default=REFRESHES)
+
+    def chain(self, dataset: str, deployment: int) -> list[dict]:
+        """The finished refreshes of one deployment, in order, up to the first missing one."""
+        out = []
+        for r in range(1, self.planned + 1):
+            line = self.refreshes.get((dataset, deployment, r))
+            if line is None:
+                break
+            out.append(line)
+        return out
+
+    def finished(self, dataset: str) -> bool:
+        return all(len(self.chain(dataset, d)) == self.planned for d in DEPLOYMENTS)
+
+    def datasets(self) -> list[str]:
+        seen = {key[0] for key in self.refreshes}
+        return [d for d in (*REPORTED, *SHOWN) if d in seen or any(d in s["datasets"] for s in self.starts)]
+
+    def candidates(self) -> list[tuple[int, float]]:
+        found = {(c["members"], c["fusion"]) for line in self.refreshes.values() for c in line["candidates"]}
+        return sorted(found, key=lambda c: (c[0], -c[1]))
+
+
+def load(paths: Iterable[Path]) -> Results:
+    refreshes, starts, events = {}, [], []
+    for path in paths:
+        for number, text in enumerate(Path(path).read_text().splitlines(), 1):
+            if not text.strip():
+                continue
+            try:
+                line = json.loads(text)
+            except json.JSONDecodeError as err:  # a run killed mid-line leaves its last line cut
+                events.append({"kind": "unreadable", "why": f"{path}:{number}: {err}"})
+                continue
+            if line["kind"] == "refresh":
+                refreshes[(line["dataset"], line["deployment"], line["refresh"])] = line
+            elif line["kind"] == "start":
+                starts.append(line)
+            else:
+                events.append(line)
+    return Results(refreshes, starts, events)
+
+
+def cell_of(line: dict, M: int, fusion: float) -> dict:
+    return next(c for c in line["candidates"] if c["members"] == M and c["fusion"] == fusion)
+
+
+def median_or_nan(values: Sequence[float]) -> float:
+    return float(np.median(values)) if len(values) else math.nan
+
+
+@dataclass
+class Measured:
+    """One (set, candidate M and fusion)'s measures after the last refresh."""
+
+    list_agreement: float
+    steadiness: float
+    accuracy: float
+    stable: dict[str, tuple[int, int, float | None]]  # π -> the two sizes, and their Jaccard where both non-empty
+    seconds: float  # per refresh: training the M members, the Laplacian score, ranking and listing
+    one_run_seconds: float
+
+
+def measure(results: Results, dataset: str, M: int, fusion: float, data_dirs: Sequence[str] = DATA_DIRS
+            ) -> Measured:
+    chains = {d: results.chain(dataset, d) for d in DEPLOYMENTS}
+    cells = {d: [cell_of(line, M, fusion) for line in chains[d]] for d in DEPLOYMENTS}
+    last = {d: cells[d][-1] for d in DEPLOYMENTS}
+    steady = [jaccard(cells[d][i - 1]["list"], cells[d][i]["list"]) for d in DEPLOYMENTS
+              for i in range(STEADY_FROM - 1, len(cells[d]))]
+    accuracy = []
+    for d in DEPLOYMENTS:
+        found = last[d].get("accuracy")
+        if found is None and "selections" in last[d]:  # not computed on the device: here, from the lists stored
+            found = recompute_accuracy(dataset, d, chains[d][-1]["refresh"] - 1, last[d]["selections"], data_dirs)
+        accuracy.append(math.nan if found is None else found["accuracy"])
+    stable = {}
+    for t in (f"{t:g}" for t in THRESHOLDS):
+        a, b = (last[d]["stable"][t] for d in DEPLOYMENTS)
+        stable[t] = (len(a), len(b), jaccard(a, b) if a and b else None)
+    seconds = [sum(line["member_seconds"][:M]) + line["laplacian_seconds"] + cell["list_seconds"]
+               for d in DEPLOYMENTS for line, cell in zip(chains[d], cells[d])]
+    one = [line["one_run_seconds"] for d in DEPLOYMENTS for line in chains[d] if "one_run_seconds" in line]
+    return Measured(jaccard(last[DEPLOYMENTS[0]]["list"], last[DEPLOYMENTS[1]]["list"]),
+                    float(np.mean(steady)) if steady else math.nan,
+                    float(np.mean(accuracy)), stable, float(np.mean(seconds)),
+                    float(np.mean(one)) if one else math.nan)
+
+
+def recompute_accuracy(dataset: str, deployment: int, r: int, selections: Mapping[str, Sequence[int]],
+                       data_dirs: Sequence[str]) -> dict | None:
+    try:
+        table = read_feature_table(find_dataset(dataset, data_dirs))
+    except Exception:
+        return None
+    prepared = prepare(refresh_table(table, refresh_samples(np.asarray(table.X).shape[0], deployment, r)))
+    if prepared.labels is None:
+        return None
+    return best_accuracy(prepared.standardized, prepared.labels, {int(k): v for k, v in selections.items()})
+
+
+@dataclass
+class Today:
+    """Today's default (one full run per refresh, carried, fusion on) and one run's mean, from the refresh study."""
+
+    list_agreement: float
+    steadiness: float
+    accuracy: float
+    one_run_mean: float
+    stable: dict[str, tuple[int, int, float | None]]
+    one_run_cpu_seconds: float
+
+
+def today(dataset: str, refreshes: int, cells: Path | None = None, store: Path | None = None) -> Today | None:
+    """Read at refresh ``refreshes`` from the refresh study's cells and stored runs (default: :data:`CELLS`,
+    :data:`REFRESH_STORE`); None where it has none."""
+    import pandas as pd
+
+    cells = CELLS if cells is None else cells
+    store = REFRESH_STORE if store is None else store
+
+    try:
+        carried = pd.concat([pd.read_csv(cells / dataset / TODAY / f"seed_{d}.csv") for d in DEPLOYMENTS])
+        one = pd.concat([pd.read_csv(cells / dataset / ONE_RUN / f"seed_{d}.csv") for d in DEPLOYMENTS])
+        runs = {d: np.load(store / dataset / f"members_seed_{d}.npz") for d in DEPLOYMENTS}
+    except FileNotFoundError:
+        return None
+    if carried["refresh"].max() < refreshes or any(f"scores_{refreshes - 1}" not in z.files for z in runs.values()):
+        return None
+    at = carried[carried["refresh"] == refreshes]
+    steady = carried[(carried["refresh"] >= STEADY_FROM) & (carried["refresh"] <= refreshes)]["jaccard_previous"]
+    first = one[one["refresh"] <= refreshes]
+    stable = {}
+    kept = {}
+    for d, z in runs.items():  # the same rule over its kept runs: the share of them whose first 50 hold a feature
+        orders = [feature_order(z[f"scores_{r}"])[:K] for r in range(refreshes)]
+        counts = np.zeros(len(z["scores_0"]))
+        for order in orders:
+            counts[order] += 1
+        kept[d] = counts / len(orders)
+    for t in THRESHOLDS:
+        a, b = (np.flatnonzero(kept[d] >= t - 1e-9).tolist() for d in DEPLOYMENTS)
+        stable[f"{t:g}"] = (len(a), len(b), jaccard(a, b) if a and b else None)
+    seconds = float(np.mean([float(runs[d][f"seconds_{r}"]) for d in DEPLOYMENTS for r in range(refreshes)]))
+    return Today(float(at["jaccard_deployments"].mean()), float(steady.mean()), float(at["accuracy"].mean()),
+                 float(first["accuracy"].mean()), stable, seconds)
+
+
+@dataclass
+class Verdict:
+    rows: list[dict]  # one per candidate (M, fusion, π): its targets
+    winner: dict | None
+    beats_today: bool | None
+    today_median: float
+    today_accurate: int
+    cpu: str
+    best_list: dict | None
+    best_stable: dict | None
+    all_run: bool
+
+
+def judge(measured: dict[tuple[str, int, float], Measured], todays: dict[str, Today | None], finished: set[str],
+          cpu_ratio: dict[int, float]) -> Verdict:
+    """The rule's decision (module docstring) on what ran."""
+    all_run = all(d in finished for d in REPORTED)
+    rows = []
+    candidates = sorted({(M, f) for (_, M, f) in measured}, key=lambda c: (c[0], -c[1]))
+    for M, fusion in candidates:
+        agreement = [measured[(d, M, fusion)].list_agreement if d in finished else -math.inf for d in REPORTED]
+        accurate = sum(1 for d in REPORTED if d in finished and todays.get(d) is not None
+                       and measured[(d, M, fusion)].accuracy >= todays[d].one_run_mean)
+        ratios = [measured[(d, M, fusion)].seconds / measured[(d, M, fusion)].one_run_seconds
+                  for d in REPORTED if d in finished]
+        for t in (f"{t:g}" for t in THRESHOLDS):
+            stable = [measured[(d, M, fusion)].stable[t][2] for d in REPORTED if d in finished]
+            stable = [s for s in stable if s is not None]
+            t1 = len(stable) >= 3 and median_or_nan(stable) >= 0.8
+            t2 = float(np.median(agreement)) >= 0.6
+            t3 = accurate >= 5
+            rows.append({"members": M, "fusion": fusion, "threshold": float(t), "stable_median": median_or_nan(stable),
+                         "stable_sets": len(stable), "list_median": float(np.median(agreement)),
+                         "list_median_run": median_or_nan([a for a in agreement if math.isfinite(a)]),
+                         "accurate": accurate, "t1": t1, "t2": t2, "t3": t3,
+                         "cost": median_or_nan(ratios),
+                         "eligible": M >= 2 and t1 and t2 and t3 and all_run})
+    eligible = [r for r in rows if r["eligible"]]
+    winner = min(eligible, key=lambda r: (r["members"], r["fusion"], -r["threshold"])) if eligible else None
+    today_agreement = [todays[d].list_agreement if todays.get(d) is not None else -math.inf for d in REPORTED]
+    today_median = float(np.median(today_agreement))
+    today_accurate = sum(1 for d in REPORTED if todays.get(d) is not None
+                         and todays[d].accuracy >= todays[d].one_run_mean)
+    beats = None
+    cpu = "stays one run per refresh (`per_run: 1`): there is no winner"
+    if winner is not None:
+        beats = winner["list_median"] > today_median and winner["accurate"] >= today_accurate
+        if not beats:
+            cpu = "stays one run per refresh (`per_run: 1`): the winner does not beat today's default"
+        elif winner["members"] not in cpu_ratio:
+            cpu = "stays one run per refresh (`per_run: 1`): no CPU measurement of a member and of one run was given"
+        else:
+            ratio = cpu_ratio[winner["members"]]
+            cpu = (f"{winner['members']} members cost {ratio:.2f}x one run per refresh on one CPU thread: "
+                   + (f"at most {CPU_MEMBERS_PER_RUN:g}x, so the CPU default is the winner's too"
+                      if ratio <= CPU_MEMBERS_PER_RUN else
+                      f"above {CPU_MEMBERS_PER_RUN:g}x, so the CPU default stays one run per refresh (`per_run: 1`)"))
+    run_rows = [r for r in rows if r["members"] >= 2] or rows
+    best_list = max(run_rows, key=lambda r: (r["list_median_run"], -r["members"])) if run_rows else None
+    with_stable = [r for r in run_rows if r["stable_sets"]]
+    best_stable = max(with_stable, key=lambda r: (r["stable_median"], r["stable_sets"], -r["members"])) \
+        if with_stable else None
+    return Verdict(rows, winner, beats, today_median, today_accurate, cpu, best_list, best_stable, all_run)
+
+
+def cpu_ratios(results: Results | None) -> dict[int, float]:
+    """Rule 4's measure: M x a member's mean seconds over one run's, from a ``--device cpu`` run on lung_small."""
+    if results is None:
+        return {}
+    lines = [line for line in results.refreshes.values() if line["dataset"] == "lung_small"
+             and line["device"] == "cpu"]
+    member = [s for line in lines for s in line["member_seconds"]]
+    one = [line["one_run_seconds"] for line in lines if "one_run_seconds" in line]
+    if not member or not one:
+        return {}
+    return {M: M * float(np.mean(member)) / float(np.mean(one)) for M in MEMBER_COUNTS}
+
+
+def fusion_name(fusion: float) -> str:
+    return f"on ({fusion:g})" if fusion else "off"
+
+
+def number(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:.{digits}f}"
+
+
+def render(results: Results, command: str, cpu: Results | None = None, data_dirs: Sequence[str] = DATA_DIRS,
+           cells: Path | None = None, store: Path | None = None) -> tuple[str, Verdict | None]:
+    """The page, and the rule's verdict (None when no set finished)."""
+    R = results.planned
+    datasets = results.datasets()
+    finished = {d for d in datasets if results.finished(d)}
+    candidates = results.candidates()
+    measured = {(d, M, f): measure(results, d, M, f, data_dirs) for d in finished for M, f in candidates}
+    todays = {d: today(d, R, cells, store) for d in (*REPORTED, *SHOWN)}
+    start = results.starts[0] if results.starts else {}
+    lines = ["# The agreement study: two deployments' stable sets and lists after "
+             f"{R} refreshes", "",
+             f"Generated by `{command}` from the lines of `python -m benchmarks.agreement run` (the rule is the "
+             "module's docstring, benchmarks/agreement.py, committed before any result). Do not edit by hand.", "",
+             f"Run on {start.get('device_name', 'an unnamed device')} (`--device {start.get('device', '?')}`, "
+             f"{start.get('workers', '?')} worker process(es) sharing it, {start.get('threads_per_worker', '?')} "
+             f"torch thread(s) each, torch {start.get('torch', '?')}), members per refresh up to "
+             f"{start.get('members', '?')} at {start.get('epochs', '?')} epochs on complementary half-samples, a "
+             f"budget of {start.get('budget_s', '?')} s.", "", "## What ran", "",
+             "| set | judged | refreshes finished, deployment 42 / 43 | status |", "|---|---|---|---|"]
+    for d in datasets:
+        got = [len(results.chain(d, dep)) for dep in DEPLOYMENTS]
+        lines.append(f"| {d} | {'yes' if d in REPORTED else 'no (shown)'} | {got[0]} / {got[1]} of {R} | "
+                     f"{'run' if d in finished else '**not run**'} |")
+    for event in results.events:
+        if event["kind"] in ("stopped", "error", "unreadable"):
+            why = event.get("why") or event.get("error", "").strip().splitlines()[-1]
+            lines.append(f"\n- {event['kind']}: {event.get('dataset', '')} {event.get('deployment', '')} "
+                         f"{'refresh ' + str(event['refresh']) if 'refresh' in event else ''}: {why}")
+    lines += ["", "## Every set and candidate", "",
+              "List agreement: Jaccard@50 of the two deployments' last lists. Steadiness: Jaccard@50 with the "
+              f"previous list, refreshes {STEADY_FROM}-{R}, mean over the deployments. Accuracy: the last list's "
+              "k-means accuracy (best k, mean of 20 runs; mean of the deployments), one run's mean beside it. "
+              "Stable sets at π: the Jaccard index of the two deployments' (their sizes), - where one is empty. "
+              "Cost: device seconds per refresh (members, Laplacian score, ranking and listing) over one full "
+              "default run's on the same device. *Today* is the refresh study's one full run per refresh, "
+              "carried with the fusion on (trained on one CPU thread; its cost is its CPU seconds).", "",
+              "| set | members M | fusion | list agreement | steadiness | accuracy (one run's mean) | "
+              + " | ".join(f"stable π = {t:g}" for t in THRESHOLDS) + " | seconds / refresh (x one run) |",
+              "|---|---|---|---|---|---|" + "---|" * len(THRESHOLDS) + "---|"]
+
+    def stable_text(s: tuple[int, int, float | None]) -> str:
+        return f"{number(s[2])} ({s[0]}/{s[1]})"
+
+    for d in datasets:
+        base = todays.get(d)
+        reference = f" ({100 * base.one_run_mean:.1f})" if base else " (-)"
+        if base is not None:
+            lines.append(f"| {d} | today | on (0.5) | {base.list_agreement:.2f} | {number(base.steadiness)} | "
+                         f"{100 * base.accuracy:.1f}{reference} | "
+                         + " | ".join(stable_text(base.stable[f"{t:g}"]) for t in THRESHOLDS)
+                         + f" | {base.one_run_cpu_seconds:.1f} on CPU |")
+        if d not in finished:
+            lines.append(f"| {d} | every | - | not run | | | " + " | " * len(THRESHOLDS) + " |")
+            continue
+        for M, f in candidates:
+            m = measured[(d, M, f)]
+            lines.append(f"| {d} | {M} | {fusion_name(f)} | {m.list_agreement:.2f} | {number(m.steadiness)} | "
+                         f"{number(100 * m.accuracy, 1)}{reference} | "
+                         + " | ".join(stable_text(m.stable[f"{t:g}"]) for t in THRESHOLDS)
+                         + f" | {m.seconds:.2f} ({number(m.seconds / m.one_run_seconds)}x) |")
+    if not finished:
+        lines += ["", "## By the rule", "", "No set finished: nothing is judged, and every default stays."]
+        return "\n".join(lines) + "\n", None
+    verdict = judge(measured, todays, finished, cpu_ratios(cpu))
+    lines += ["", "## The targets, candidate by candidate", "",
+              "T1: median stable-set Jaccard >= 0.8 over the reported sets where both are non-empty (at least 3 "
+              "such sets). T2: median list agreement over the six reported sets >= 0.6 (a set not run counts as "
+              "failing). T3: the last list's accuracy at or above one run's mean on >= 5 of 6. Cost: the median "
+              "over the reported sets run of the cost per refresh over one run's, on the device.", "",
+              "| M | fusion | π | T1: stable median (sets) | T2: list median | T3: sets at or above | cost | "
+              "eligible |", "|---|---|---|---|---|---|---|---|"]
+    for row in verdict.rows:
+        lines.append(f"| {row['members']} | {fusion_name(row['fusion'])} | {row['threshold']:g} | "
+                     f"{number(row['stable_median'])} ({row['stable_sets']}) {'met' if row['t1'] else 'not met'} | "
+                     f"{number(row['list_median'])} {'met' if row['t2'] else 'not met'} | "
+                     f"{row['accurate']} of {len(REPORTED)} {'met' if row['t3'] else 'not met'} | "
+                     f"{number(row['cost'])}x | {'yes' if row['eligible'] else 'no'} |")
+    lines += ["", f"Today's default: median list agreement {number(verdict.today_median)}, last list at or above one "
+              f"run's mean on {verdict.today_accurate} of {len(REPORTED)}.", "", "## By the rule", ""]
+    lines += decision_lines(verdict)
+    return "\n".join(lines) + "\n", verdict
+
+
+def decision_lines(verdict: Verdict) -> list[str]:
+    out = []
+    if not verdict.all_run:
+        out.append("- Not every reported set ran: no default can change (rule 1).")
+    w = verdict.winner
+    if w is None:
+        out.append("- No candidate with M >= 2 meets T1, T2 and T3 on the six reported sets: there is no winner, "
+                   "and every default stays (rule 5). The selection probabilities stay on every list.")
+    else:
+        out.append(f"- The winner (rule 2): M = {w['members']}, fusion {fusion_name(w['fusion'])}, π = "
+                   f"{w['threshold']:g}; cost {number(w['cost'])}x one run per refresh on the device.")
+        if verdict.beats_today:
+            out.append(f"- It beats today's default (rule 3: median list agreement {w['list_median']:.2f} against "
+                       f"{verdict.today_median:.2f}, {w['accurate']} sets at or above one run's mean against "
+                       f"{verdict.today_accurate}): on CUDA `members.per_run: {w['members']}`, `members.sampling: "
+                       f"complementary`, `members.laplacian_weight: {w['fusion']:g}`, `members.threshold: "
+                       f"{w['threshold']:g}`.")
+        else:
+            out.append(f"- It does not beat today's default (rule 3: median list agreement {w['list_median']:.2f} "
+                       f"against {verdict.today_median:.2f}, {w['accurate']} sets at or above one run's mean "
+                       f"against {verdict.today_accurate}): every default stays.")
+    out.append(f"- CPU default (rule 4): {verdict.cpu}.")
+    if w is None or not verdict.beats_today:
+        b, s = verdict.best_list, verdict.best_stable
+        if b is not None:
+            out.append(f"- The best list agreement reached: median {b['list_median_run']:.2f} over the reported sets "
+                       "that ran, "
+                       f"M = {b['members']}, fusion {fusion_name(b['fusion'])}, at {number(b['cost'])}x one run's "
+                       "cost per refresh on the device.")
+        if s is not None:
+            out.append(f"- The best stable-set agreement reached: median {s['stable_median']:.2f} over "
+                       f"{s['stable_sets']} reported sets with both stable sets non-empty, M = {s['members']}, "
+                       f"fusion {fusion_name(s['fusion'])}, π = {s['threshold']:g}, at {number(s['cost'])}x one "
+                       "run's cost per refresh.")
+    return out
+
+
+# -- the command line ----------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.agreement", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    go = commands.add_parser("run", help="train and carry every candidate; one line per finished refresh")
+    go.add_argument("--device", default="cpu", help="cuda, cuda:N or cpu")
+    go.add_argument("--datasets", nargs="+", default=list(ORDER))
+    go.add_argument("--datasets-dir", nargs="+", default=list(DATA_DIRS), dest="data_dirs")
+    go.add_argument("--out", type=Path, required=True, help="the .jsonl the lines are appended to")
+    go.add_argument("--budget-s", type=float, default=math.inf, help="start no refresh after this many seconds")
+    go.add_argument("--workers", type=int, default=1, help="processes sharing the device, each on its own cores")
+    go.add_argument("--members", type=int, default=16, help="members per refresh (even); M = 1, 4, 16, 64 up to it")
+    go.add_argument("--refreshes", type=int, default=REFRESHES)
+    go.add_argument("--epochs", type=int, default=MembersConfig().epochs)
+    go.add_argument("--threads", type=int, default=None,
+                    help="torch threads per worker (default: its share of the CPU cores)")
+    go.add_argument("--no-accuracy", action="store_true",
+                    help="leave the last lists' k-means accuracy to the report (it stores every k's list)")
+    page = commands.add_parser("report", help="the page from the lines")
+    page.add_argument("--results", type=Path, nargs="+", required=True)
+    page.add_argument("--cpu-results", type=Path, nargs="*", default=[],
+                      help="a --device cpu run on lung_small: rule 4's cost of a member against one run")
+    page.add_argument("--page", type=Path, default=PAGE)
+    page.add_argument("--datasets-dir", nargs="+", default=list(DATA_DIRS), dest="data_dirs")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        if args.members < 2 or args.members % 2:
+            parser.error(f"--members {args.members}: complementary pairs need an even count of at least 2")
+        if args.refreshes < 1 or args.workers < 1 or args.epochs < 1:
+            parser.error("--refreshes, --workers and --epochs are at least 1")
+        unknown = [d for d in args.datasets if not any((Path(f) / f"{d}.mat").is_file() for f in args.data_dirs)]
+        if unknown:
+            parser.error(f"no .mat file for {', '.join(unknown)} in {', '.join(args.data_dirs)}")
+        run(args.datasets, args.data_dirs, args.out, args.budget_s, args.workers, args.members, args.refreshes,
+            args.epochs, args.device, not args.no_accuracy, args.threads)
+        return
+    missing = [str(p) for p in [*args.results, *args.cpu_results] if not p.is_file()]
+    if missing:
+        parser.error(f"no such results file: {', '.join(missing)}")
+    cpu = load(args.cpu_results) if args.cpu_results else None
+    text, _ = render(load(args.results), "python -m benchmarks.agreement " + " ".join(argv), cpu, args.data_dirs)
+    args.page.parent.mkdir(parents=True, exist_ok=True)
+    args.page.write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -25,8 +25,6 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
-import yaml
-
 T = TypeVar("T", bound="Section")
 LOGGER = logging.getLogger(__name__)
 
@@ -516,6 +514,8 @@ def split_overrides(text: str | None) -> list[str]:
 
 def parse_overrides(text: str | None) -> dict[str, Any]:
     """``"a.b=1,c.d=[1,2]"`` -> ``{"a.b": 1, "c.d": [1, 2]}`` (values as YAML, commas inside brackets kept)."""
+    import yaml  # here, not at the top: the method core imports with numpy, scipy and torch alone
+
     out: dict[str, Any] = {}
     for item in split_overrides(text):
         if not item.strip():

@@ -1,0 +1,130 @@
+"""benchmarks/agreement.py: the study end to end on a tiny labelled table, its page against a direct computation."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.io
+
+from benchmarks import agreement as study
+from benchmarks import refresh
+from iclfs.chain import k_values_for
+from iclfs.evaluation._protocol import best_k, evaluate_selections
+from iclfs.io._tables import read_feature_table
+from iclfs.method._config import SelectionConfig
+from iclfs.method._preprocessing import prepare
+from iclfs.method._stability import jaccard
+
+
+def test_the_draws_and_the_grid_are_the_refresh_studys():
+    for n, deployment, r in ((73, 42, 0), (73, 43, 7), (2600, 42, 3)):
+        np.testing.assert_array_equal(study.refresh_samples(n, deployment, r),
+                                      refresh.refresh_samples(n, deployment, r))
+    for d in (60, 120, 325, 7129):
+        assert study.k_grid(d) == k_values_for(SelectionConfig(), d)
+    assert study.counts_up_to(16) == [1, 4, 16] and study.counts_up_to(2) == [1, 2]
+
+
+def fake_refresh_study(root, dataset, n, d, refreshes):
+    """The refresh study's cells and stored runs for ``dataset``: known accuracies, agreement and scores."""
+    rng = np.random.default_rng(5)
+    for deployment in study.DEPLOYMENTS:
+        for method, accuracy in ((study.ONE_RUN, 0.5), (study.TODAY, 0.55)):
+            folder = root / "cells" / dataset / method
+            folder.mkdir(parents=True, exist_ok=True)
+            pd.DataFrame({"refresh": range(1, refreshes + 1), "accuracy": accuracy + 0.01 * np.arange(refreshes),
+                          "jaccard_deployments": 0.3, "jaccard_previous": 0.9}).to_csv(
+                folder / f"seed_{deployment}.csv", index=False)
+        runs = {f"scores_{r}": rng.normal(size=d) for r in range(refreshes)}
+        runs.update({f"seconds_{r}": np.array(2.0) for r in range(refreshes)})
+        (root / "store" / dataset).mkdir(parents=True, exist_ok=True)
+        np.savez(root / "store" / dataset / f"members_seed_{deployment}.npz", **runs)
+
+
+@pytest.mark.slow  # 2 deployments x 3 refreshes x 4 members at 2 epochs on a 40 x 120 table, one run timed: seconds
+def test_the_study_runs_end_to_end_and_its_page_holds_what_the_lines_hold(tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    y = np.repeat([1, 2], 20)
+    X = rng.normal(size=(40, 120)) + np.eye(2)[y - 1] @ rng.normal(scale=3.0, size=(2, 120))
+    scipy.io.savemat(tmp_path / "tiny.mat", {"X": X, "Y": y.reshape(-1, 1)})
+    refreshes = 3
+    fake_refresh_study(tmp_path, "tiny", 40, 120, refreshes)
+    monkeypatch.setattr(study, "REPORTED", ("tiny",))
+    monkeypatch.setattr(study, "SHOWN", ())
+    monkeypatch.setattr(study, "STEADY_FROM", 2)
+    monkeypatch.setattr(study, "CELLS", tmp_path / "cells")
+    monkeypatch.setattr(study, "REFRESH_STORE", tmp_path / "store")
+    out, page = tmp_path / "agreement.jsonl", tmp_path / "agreement.md"
+    study.main(["run", "--device", "cpu", "--datasets", "tiny", "--datasets-dir", str(tmp_path), "--out", str(out),
+                "--members", "4", "--refreshes", str(refreshes), "--epochs", "2", "--workers", "1",
+                "--threads", "1"])
+    lines = [json.loads(text) for text in out.read_text().splitlines()]
+    done = [line for line in lines if line["kind"] == "refresh"]
+    assert [(line["deployment"], line["refresh"]) for line in done] == [(42, 1), (42, 2), (42, 3), (43, 1), (43, 2),
+                                                                        (43, 3)]
+    assert "one_run_seconds" in done[0] and all("one_run_seconds" not in line for line in done[1:])
+
+    study.main(["report", "--results", str(out), "--page", str(page), "--datasets-dir", str(tmp_path)])
+    text = page.read_text()
+    last = {line["deployment"]: line for line in done if line["refresh"] == refreshes}
+    table = read_feature_table(tmp_path / "tiny.mat")
+    for M, fusion in ((1, 0.5), (4, 0.0), (4, 0.5)):
+        cells = {d: study.cell_of(line, M, fusion) for d, line in last.items()}
+        # the stable set is the features a share >= pi of the members kept (every member so far) put in their
+        # first K: counted here from each member's own first K
+        for d, line in last.items():
+            firsts = [f for line_ in done if line_["deployment"] == d for f in line_["member_first"][:M]]
+            share = np.zeros(120)
+            for first in firsts:
+                share[first] += 1
+            share /= len(firsts)
+            for t in study.THRESHOLDS:
+                assert sorted(cells[d]["stable"][f"{t:g}"]) == np.flatnonzero(share >= t - 1e-9).tolist()
+        # the accuracy: method.md §8 on the refresh's own samples, recomputed by the product's protocol
+        for d, cell in cells.items():
+            samples = refresh.refresh_samples(40, d, refreshes - 1)
+            prepared = prepare(refresh.refresh_table(table, samples))
+            selections = {int(k): v for k, v in cell["selections"].items()}
+            best = best_k(evaluate_selections(prepared.standardized, prepared.labels, selections, n_runs=20,
+                                              seed=42))
+            assert cell["accuracy"]["accuracy"] == pytest.approx(best["accuracy_mean"])
+        agree = jaccard(cells[42]["list"], cells[43]["list"])
+        steady = np.mean([jaccard(study.cell_of(a, M, fusion)["list"], study.cell_of(b, M, fusion)["list"])
+                          for d in study.DEPLOYMENTS for a, b in zip(
+                              [x for x in done if x["deployment"] == d][:-1],
+                              [x for x in done if x["deployment"] == d][1:])])
+        accuracy = np.mean([cells[d]["accuracy"]["accuracy"] for d in study.DEPLOYMENTS])
+        row = f"| tiny | {M} | {study.fusion_name(fusion)} | {agree:.2f} | {steady:.2f} | {100 * accuracy:.1f} (51.0) |"
+        assert row in text
+    # today's default from the refresh study at refresh 3: agreement 0.3, steadiness 0.9, accuracy 0.57
+    assert "| tiny | today | on (0.5) | 0.30 | 0.90 | 57.0 (51.0) |" in text
+    assert "## By the rule" in text and "CPU default (rule 4)" in text
+
+    # a killed run keeps its finished lines: a cut last line is reported, the rest read
+    out.write_text(out.read_text() + '{"kind": "refresh", "dat')
+    assert study.load([out]).finished("tiny")
+
+
+def test_the_verdict_follows_the_rule():
+    def measured(agreement, accuracy, stable):
+        return study.Measured(agreement, 0.9, accuracy, {f"{t:g}": (10, 10, stable) for t in study.THRESHOLDS},
+                              2.0, 1.0)
+
+    sets = study.REPORTED
+    todays = {d: study.Today(0.3, 0.9, 0.5, 0.5, {}, 1.0) for d in sets}
+    good = {(d, M, f): measured(0.7 if M >= 4 else 0.2, 0.6, 0.85) for d in sets for M in (1, 4, 16)
+            for f in study.FUSIONS}
+    verdict = study.judge(good, todays, set(sets), {4: 1.5, 16: 6.0})
+    assert verdict.winner["members"] == 4 and verdict.winner["fusion"] == 0.0 and verdict.winner["threshold"] == 0.9
+    assert verdict.beats_today and "so the CPU default is the winner's too" in verdict.cpu
+    # one reported set not run: no default changes, and that set fails the list target's count
+    verdict = study.judge(good, todays, set(sets[:-1]), {4: 1.5})
+    assert verdict.winner is None and not verdict.all_run
+    # lists that agree less than 0.6 on the median set: no winner; the best reached is still given
+    poor = {key: measured(0.5, 0.6, 0.85) for key in good}
+    verdict = study.judge(poor, todays, set(sets), {})
+    assert verdict.winner is None and verdict.best_list["list_median_run"] == 0.5
+    assert any("best list agreement reached: median 0.50" in line for line in study.decision_lines(verdict))
