@@ -210,12 +210,14 @@ def decide(rows: list[dict], cores: int, policies=_threads.POLICIES) -> dict:
             "winner_any": min(eligible, key=worst.get) if eligible else None}
 
 
-def render(section: dict) -> list[str]:
-    """The Markdown lines of the speed report's contention section."""
+def render(section: dict, title: str = "## Threads on a shared machine") -> list[str]:
+    """The Markdown lines of the speed report's contention section, under ``title`` (its own subsections one
+    level below)."""
     rows, cores = section["rows"], section["cores"]
     verdict = decide(rows, cores)
     env = section["environment"]
-    lines = ["", "## Threads on a shared machine", "",
+    below = "#" * (len(title) - len(title.lstrip("#")) + 1)
+    lines = ["", title, "",
              f"Measured on {cores} cores" + (f" (CPUs {', '.join(map(str, env['cpus']))} of the machine's "
                                               f"{env['machine_cpus']}, busy processes pinned with them)"
                                               if env.get("cpus") and len(env["cpus"]) < env["machine_cpus"] else "")
@@ -276,7 +278,7 @@ def render(section: dict) -> list[str]:
                       f"{verdict['worst'][any_load]:.2f})."]
     lines += ["", f"In force now (`iclfs._threads.DEFAULT_POLICY`): `{_threads.DEFAULT_POLICY}`."]
     if section.get("estimates"):
-        lines += ["", "### The first estimate against the real training time", "",
+        lines += ["", f"{below} The first estimate against the real training time", "",
                   f"Each table trained quietly under the default policy for the epochs shown, with the progress log; "
                   f"the target is within {ESTIMATE_TOLERANCE:.0%}.", "",
                   "| table | epochs | first estimate s | real s | error | met |", "|---|---|---|---|---|---|"]

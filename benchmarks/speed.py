@@ -570,9 +570,68 @@ def render(report: dict, notes: str = "") -> str:
                          f"{_gib(r['peak_rss_bytes'])} | {r['device']} | {r['threads']} | {met} |")
     if report.get("contention"):
         lines += _contention.render(report["contention"])
+    if report.get("contention_round2"):
+        lines += _contention.render(report["contention_round2"], ROUND2_TITLE)
+    if report.get("gpu_row"):
+        lines += render_gpu_row(report["gpu_row"])
     if notes.strip():
         lines += ["", "## Analysis", "", notes.strip()]
     return "\n".join(lines) + "\n"
+
+
+ROUND2_TITLE = "### Second round, on 2 pinned cores of a quiet machine"
+
+
+def render_gpu_row(row: dict) -> list[str]:
+    """The Markdown lines of one GPU's row (:mod:`benchmarks.gpu_row`'s JSON)."""
+    matmul = row["matmul"]
+    rates = f"fp32 {matmul['fp32_gflops'] / 1000:.1f} TFLOP/s" + (
+        f", TF32 {matmul['tf32_gflops'] / 1000:.1f} TFLOP/s" if matmul.get("tf32_gflops") else "")
+    lines = ["", f"## One GPU: {row['device']}", "",
+             f"Measured {row['date']} with torch {row['torch']} (CUDA {row['cuda']}), Python {row['python']}, in one "
+             "process:", "", "```bash", row["command"], "```", "",
+             f"The matmul rate, a {matmul['size']} x {matmul['size']} `torch.mm` (best of 10): {rates}. The `fast` "
+             "epoch is the median of the timed epochs after a warm-up, in the schedule's precision on this device; "
+             "its rate is its counted FLOPs over its time. The whole default fit is `iclfs.chain.run` with the "
+             "default settings on the table in memory (training, the Laplacian score, the ranking, LGRC at every "
+             "k, the choice of k), after CUDA had started.", "",
+             "| table | n x d | whole default fit s | of it training s | members x epochs | k | fast epoch s | "
+             "precision | epoch GFLOP/s | of the fp32 matmul rate | of the TF32 rate |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in row["rows"]:
+        epoch, fit = r["epoch"], r.get("fit")
+        tf32 = epoch.get("share_of_tf32_matmul")
+        lines.append(
+            f"| {r['table']} | {epoch['n']} x {epoch['d']} | " +
+            (f"{fit['seconds']:.2f} | {fit['training_seconds']:.2f} | {fit['members']} x "
+             f"{fit['epochs'] // max(fit['members'], 1)} | {fit['k']} | " if fit else "— | — | — | — | ") +
+            f"{_seconds(epoch['median_seconds'])} | {epoch['precision']} | {epoch['gflops']:.0f} | "
+            f"{epoch['share_of_fp32_matmul']:.0%} | {'—' if tf32 is None else f'{tf32:.0%}'} |")
+    return lines
+
+
+#: What a JSON folded in with --fold-round2 / --fold-gpu-row must hold: the report's key for it, its keys.
+FOLDED = {"fold_round2": ("contention_round2", ("rows", "cores", "environment", "policies", "tables", "loads")),
+          "fold_gpu_row": ("gpu_row", ("device", "matmul", "rows", "command"))}
+
+
+def read_folded(args) -> dict:
+    """The JSONs of ``--fold-round2`` and ``--fold-gpu-row``, by their key in the report; a SystemExit naming
+    the file and what it lacks, before anything is written."""
+    folded = {}
+    for option, (key, needed) in FOLDED.items():
+        path = getattr(args, option)
+        if not path:
+            continue
+        try:
+            measured = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as err:
+            raise SystemExit(f"--{option.replace('_', '-')} {path}: not a readable JSON ({err})") from None
+        lacking = [name for name in needed if name not in measured]
+        if lacking:
+            raise SystemExit(f"--{option.replace('_', '-')} {path}: lacks {', '.join(lacking)}")
+        folded[key] = measured
+    return folded
 
 
 def _row_name(row: dict, keys: tuple[str, ...]) -> tuple:
@@ -651,6 +710,10 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.
                             help="every cell's numbers, saved as each is measured")
     contention.add_argument("--csv", default=None, help="the cells as a table (default: --raw's path, .csv)")
     contention.add_argument("--resume", action="store_true", help="keep the cells --raw holds; measure the rest")
+    folding = parser.add_argument_group("measured on another machine: folded into the report at --output")
+    folding.add_argument("--fold-round2", default=None,
+                         help="the second contention round's JSON (--contention --json's, from 2 pinned cores)")
+    folding.add_argument("--fold-gpu-row", default=None, help="benchmarks.gpu_row's JSON")
     args = parser.parse_args(argv)
     for name, default in (("datasets", DEFAULT_DATASETS), ("sweep_d", SWEEP_D), ("sweep_n", SWEEP_N),
                           ("selection_sizes", SELECTION_SIZES)):
@@ -684,6 +747,15 @@ def main(argv: list[str] | None = None) -> None:
     parser, args = parse_arguments(argv)
     notes = Path(args.notes).read_text() if args.notes and Path(args.notes).is_file() else ""
     output = Path(args.output)
+    if args.fold_round2 or args.fold_gpu_row:
+        report_path = output.with_suffix(".json")
+        if not report_path.is_file():
+            parser.error(f"--fold-round2 and --fold-gpu-row add to {report_path}, which does not exist")
+        report = json.loads(report_path.read_text()) | read_folded(args)
+        report_path.write_text(json.dumps(report, indent=2))
+        output.write_text(render(report, notes))
+        print(f"wrote {output} and {report_path}")
+        return
     if args.contention:
         args.epochs = args.contention_epochs
         if not output.with_suffix(".json").is_file():  # no speed report there: the section alone

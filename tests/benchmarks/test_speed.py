@@ -469,3 +469,38 @@ def test_a_missing_package_the_benchmarks_never_call_is_stood_in_for_and_fails_w
     assert issubclass(stand_in.YAMLError, Exception) and stand_in.__spec__.name == "yaml"
     with pytest.raises(ModuleNotFoundError, match=r"^yaml is not installed here, and yaml\.safe_load was called"):
         stand_in.safe_load("1")
+
+
+def test_a_second_round_and_a_gpu_row_measured_elsewhere_are_folded_into_the_report(tmp_path):
+    from benchmarks import _contention
+
+    output = tmp_path / "performance.md"
+    output.with_suffix(".json").write_text(json.dumps(_report()))
+    rows = _contention_rows({"spin": 1.0, "adaptive": 1.01}, {"spin": [3.0, 4.0, 6.0], "adaptive": [1.6, 2.1, 3.1]})
+    round2 = tmp_path / "round2.json"
+    round2.write_text(json.dumps({"rows": rows, "cores": 2, "tables": ["a", "b"], "policies": ["spin", "adaptive"],
+                                  "loads": [0, 1, 2, 4], "epochs": 5,
+                                  "environment": {"date": "d", "load_before": 0.1, "cpus": [0, 1], "machine_cpus": 16,
+                                                  "commands": ["taskset -c 0,1 python -m benchmarks.speed"]}}))
+    row = tmp_path / "gpu_row.json"
+    row.write_text(json.dumps({
+        "date": "d", "command": "python -m benchmarks.gpu_row --device cuda", "device": "NVIDIA H100 80GB HBM3",
+        "torch": "2.13", "cuda": "12.8", "python": "3.12", "matmul": {"fp32_gflops": 50000.0, "tf32_gflops": 400000.0,
+                                                                       "size": 8192},
+        "rows": [{"table": "ALLAML", "epoch": {"n": 72, "d": 7129, "median_seconds": 0.004, "precision": "tf32",
+                                               "gflops": 10000.0, "share_of_fp32_matmul": 0.2,
+                                               "share_of_tf32_matmul": 0.025},
+                  "fit": {"seconds": 3.5, "training_seconds": 1.25, "members": 1, "epochs": 100, "k": 50}}]}))
+    speed.main(["--fold-round2", str(round2), "--fold-gpu-row", str(row), "--output", str(output), "--notes", ""])
+    text = output.read_text()
+    assert "# Training speed" in text  # the rest of the report is kept
+    second = text.split("### Second round, on 2 pinned cores of a quiet machine")[1]
+    assert "Measured on 2 cores (CPUs 0, 1 of the machine's 16, busy processes pinned with them)" in second
+    assert "**Winner: `adaptive`**" in second
+    assert "## One GPU: NVIDIA H100 80GB HBM3" in text
+    assert "| ALLAML | 72 x 7129 | 3.50 | 1.25 | 1 x 100 | 50 | 0.004 | tf32 | 10000 | 20% | 2% |" in text
+    saved = json.loads(output.with_suffix(".json").read_text())
+    assert saved["contention_round2"]["cores"] == 2 and saved["gpu_row"]["device"].startswith("NVIDIA")
+    row.write_text(json.dumps({"device": "x"}))
+    with pytest.raises(SystemExit, match=r"gpu_row\.json: lacks matmul, rows, command"):
+        speed.main(["--fold-gpu-row", str(row), "--output", str(output), "--notes", ""])
