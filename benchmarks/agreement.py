@@ -126,7 +126,7 @@ import iclfs
 from iclfs.io._tables import find_dataset, read_feature_table
 from iclfs.method._config import (LaplacianConfig, MembersConfig, RankingConfig, RuntimeConfig, SelectionConfig,
                                   TrainingConfig, ViewConfig)
-from iclfs.method._evidence import list_evidence
+from iclfs.method._evidence import complementary_pairs_bound, list_evidence
 from iclfs.method._laplacian import laplacian_scores
 from iclfs.method._lgrc import gate
 from iclfs.method._members import member_settings, plan_members, train_member
@@ -137,6 +137,7 @@ from iclfs.method._stability import jaccard
 
 HERE = Path(__file__).resolve().parent
 PAGE = HERE / "results" / "agreement.md"
+CPU_RESULTS = HERE / "results" / "agreement_cpu.jsonl"  # rule 4's measure: members and one run on one CPU thread
 CELLS = HERE / "results" / "cells" / "refresh"  # the refresh study's cells: one run per refresh, today's default
 REFRESH_STORE = HERE / "results" / "refresh"  # the refresh study's stored runs (their scores)
 DATA_DIRS = ("../shared/datasets", "../shared/validation")
@@ -516,6 +517,8 @@ class Measured:
     stable: dict[str, tuple[int, int, float | None]]  # π -> the two sizes, and their Jaccard where both non-empty
     seconds: float  # per refresh: training the M members, the Laplacian score, ranking and listing
     one_run_seconds: float
+    own: dict[str, tuple[int, int, float | None]] = field(default_factory=dict)  # the last refresh's own members
+    member_seconds: float = math.nan  # a member's mean, over every member of the set's refreshes
 
 
 def measure(results: Results, dataset: str, M: int, fusion: float, data_dirs: Sequence[str] = DATA_DIRS
@@ -538,10 +541,24 @@ def measure(results: Results, dataset: str, M: int, fusion: float, data_dirs: Se
     seconds = [sum(line["member_seconds"][:M]) + line["laplacian_seconds"] + cell["list_seconds"]
                for d in DEPLOYMENTS for line, cell in zip(chains[d], cells[d])]
     one = [line["one_run_seconds"] for d in DEPLOYMENTS for line in chains[d] if "one_run_seconds" in line]
+    own = {}
+    for t in THRESHOLDS:  # the stable sets of the last refresh's own M members: where a bound applies
+        a, b = (own_stable(chains[d][-1], M, t) for d in DEPLOYMENTS)
+        own[f"{t:g}"] = (len(a), len(b), jaccard(a, b) if a and b else None)
+    member = [s for d in DEPLOYMENTS for line in chains[d] for s in line["member_seconds"]]
     return Measured(jaccard(last[DEPLOYMENTS[0]]["list"], last[DEPLOYMENTS[1]]["list"]),
                     float(np.mean(steady)) if steady else math.nan,
                     float(np.mean(accuracy)), stable, float(np.mean(seconds)),
-                    float(np.mean(one)) if one else math.nan)
+                    float(np.mean(one)) if one else math.nan, own, float(np.mean(member)))
+
+
+def own_stable(line: dict, M: int, threshold: float) -> list[int]:
+    """The features a share >= ``threshold`` of a refresh's first M members put in their first 50 (``members.carry:
+    false``'s stable set, over one table's complementary pairs)."""
+    counts = np.zeros(line["n_features"])
+    for first in line["member_first"][:M]:
+        counts[np.asarray(first, dtype=np.int64)] += 1
+    return np.flatnonzero(counts / M >= threshold - 1e-9).tolist()
 
 
 def recompute_accuracy(dataset: str, deployment: int, r: int, selections: Mapping[str, Sequence[int]],
@@ -750,6 +767,47 @@ def render(results: Results, command: str, cpu: Results | None = None, data_dirs
                          f"{number(100 * m.accuracy, 1)}{reference} | "
                          + " | ".join(stable_text(m.stable[f"{t:g}"]) for t in THRESHOLDS)
                          + f" | {m.seconds:.2f} ({number(m.seconds / m.one_run_seconds)}x) |")
+    own_counts = sorted({M for M, _ in candidates if M >= 2})
+    if finished and own_counts:
+        lines += ["", "## Beside the rule: the last refresh's own members", "",
+                  "The stable sets above are the product's with `members.carry` (every member kept, trained on "
+                  f"{R} tables), for which no bound is printed. With `members.carry: false` a run's stable set "
+                  "rests on its own M members, complementary pairs of one table, and Shah and Samworth's bound applies "
+                  f"(q = {K}): the two deployments' stable sets at refresh {R} from those members alone, their "
+                  "Jaccard (sizes) and the bound on expected false selections. Not judged by the rule.", "",
+                  "| set | M | " + " | ".join(f"π = {t:g}: J (sizes), bound" for t in THRESHOLDS) + " |",
+                  "|---|---|" + "---|" * len(THRESHOLDS)]
+        for d in [d for d in datasets if d in finished]:
+            p = results.chain(d, DEPLOYMENTS[0])[-1]["n_features"]
+            for M in own_counts:
+                m = measured[(d, M, candidates[0][1])]
+                lines.append(f"| {d} | {M} | " + " | ".join(
+                    f"{stable_text(m.own[f'{t:g}'])}, {complementary_pairs_bound(K, p, t, M // 2):.2g}"
+                    for t in THRESHOLDS) + " |")
+        lines += ["", "## Cost", "",
+                  f"A member's mean device seconds ({start.get('epochs', '?')} epochs on a half-sample; the "
+                  "workers share the device, so these are seconds under that load), one full default run's (timed at deployment 42's first "
+                  "refresh, under the same load) and the seconds per refresh of each M (fusion on) over one "
+                  "run's.", "",
+                  "| set | samples x features | a member | one run | " + " | ".join(
+                      f"M = {M}" for M in sorted({M for M, _ in candidates})) + " |",
+                  "|---|---|---|---|" + "---|" * len({M for M, _ in candidates})]
+        for d in [d for d in datasets if d in finished]:
+            line = results.chain(d, DEPLOYMENTS[0])[0]
+            first = measured[(d, candidates[0][0], candidates[0][1])]
+            per_m = {M: measured[(d, M, f)] for M, f in candidates if f == FUSIONS[0]}
+            lines.append(f"| {d} | {line['n_samples']} x {line['n_features']} | {first.member_seconds:.2f} s | "
+                         f"{number(first.one_run_seconds)} s | " + " | ".join(
+                             f"{m.seconds:.1f} s ({number(m.seconds / m.one_run_seconds)}x)"
+                             for _, m in sorted(per_m.items())) + " |")
+        ends = [e for e in results.events if e["kind"] == "end"]
+        if ends:
+            lines += ["", f"The run took {ends[-1]['elapsed_s']:.0f} s of wall time."]
+        ratios = cpu_ratios(cpu)
+        if ratios:
+            lines += ["", "On one CPU thread (rule 4, `--device cpu` on lung_small): M members cost "
+                      + ", ".join(f"{ratios[M]:.2f}x" + f" (M = {M})" for M in MEMBER_COUNTS)
+                      + " one run per refresh."]
     if not finished:
         lines += ["", "## By the rule", "", "No set finished: nothing is judged, and every default stays."]
         return "\n".join(lines) + "\n", None
@@ -833,7 +891,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="leave the last lists' k-means accuracy to the report (it stores every k's list)")
     page = commands.add_parser("report", help="the page from the lines")
     page.add_argument("--results", type=Path, nargs="+", required=True)
-    page.add_argument("--cpu-results", type=Path, nargs="*", default=[],
+    page.add_argument("--cpu-results", type=Path, nargs="*",
+                      default=[CPU_RESULTS] if CPU_RESULTS.is_file() else [],
                       help="a --device cpu run on lung_small: rule 4's cost of a member against one run")
     page.add_argument("--page", type=Path, default=PAGE)
     page.add_argument("--datasets-dir", nargs="+", default=list(DATA_DIRS), dest="data_dirs")
