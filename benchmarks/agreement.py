@@ -786,9 +786,9 @@ def render(results: Results, command: str, cpu: Results | None = None, data_dirs
                     for t in THRESHOLDS) + " |")
         lines += ["", "## Cost", "",
                   f"A member's mean device seconds ({start.get('epochs', '?')} epochs on a half-sample; the "
-                  "workers share the device, so these are seconds under that load), one full default run's (timed at deployment 42's first "
-                  "refresh, under the same load) and the seconds per refresh of each M (fusion on) over one "
-                  "run's.", "",
+                  "workers share the device, so these are seconds under that load), one full default run's "
+                  "(timed at deployment 42's first refresh, under the same load) and the seconds per refresh of "
+                  "each M (fusion on) over one run's.", "",
                   "| set | samples x features | a member | one run | " + " | ".join(
                       f"M = {M}" for M in sorted({M for M, _ in candidates})) + " |",
                   "|---|---|---|---|" + "---|" * len({M for M, _ in candidates})]

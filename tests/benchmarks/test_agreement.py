@@ -128,3 +128,24 @@ def test_the_verdict_follows_the_rule():
     verdict = study.judge(poor, todays, set(sets), {})
     assert verdict.winner is None and verdict.best_list["list_median_run"] == 0.5
     assert any("best list agreement reached: median 0.50" in line for line in study.decision_lines(verdict))
+
+
+@pytest.mark.slow  # two spawned workers, each importing torch: seconds
+def test_workers_in_processes_write_what_one_process_writes(tmp_path):
+    rng = np.random.default_rng(1)
+    y = np.repeat([1, 2], 16)
+    X = rng.normal(size=(32, 110)) + np.eye(2)[y - 1] @ rng.normal(scale=3.0, size=(2, 110))
+    scipy.io.savemat(tmp_path / "lung_small.mat", {"X": X, "Y": y.reshape(-1, 1)})
+    common = ["run", "--device", "cpu", "--datasets", "lung_small", "--datasets-dir", str(tmp_path), "--members", "2",
+              "--refreshes", "2", "--epochs", "2", "--threads", "1", "--no-accuracy"]
+    for workers in (1, 2):
+        study.main([*common, "--workers", str(workers), "--out", str(tmp_path / f"{workers}.jsonl")])
+    lists = {}
+    for workers in (1, 2):
+        lines = [json.loads(t) for t in (tmp_path / f"{workers}.jsonl").read_text().splitlines()]
+        assert lines[0]["kind"] == "start" and lines[-1]["kind"] == "end"
+        lists[workers] = {(x["deployment"], x["refresh"]): [(c["members"], c["fusion"], c["list"], c["stable"])
+                                                            for c in x["candidates"]]
+                          for x in lines if x["kind"] == "refresh"}
+    assert set(lists[1]) == {(42, 1), (42, 2), (43, 1), (43, 2)}
+    assert lists[1] == lists[2]
