@@ -282,6 +282,8 @@ def test_the_policy_is_in_force_before_torch_loads_in_the_command_and_kedro_run(
         assert set(spin) == {expected_spin_count(dict(POLICIES[DEFAULT_POLICY].environment))}
     first_node = done.stderr.find("Running node")
     assert 0 <= done.stderr.find("OPENMP DISPLAY ENVIRONMENT END") < first_node, done.stderr[-3000:]
+    if command == "kedro run":  # the run's log names the policy in force, in one line, before the first node
+        assert 0 <= done.stderr.find(f"thread policy {DEFAULT_POLICY}") < first_node, done.stderr[-3000:]
 
 
 def _pid_of(report: Path) -> str:
