@@ -730,11 +730,14 @@ def render(results: Results, command: str, cpu: Results | None = None, data_dirs
         got = [len(results.chain(d, dep)) for dep in DEPLOYMENTS]
         lines.append(f"| {d} | {'yes' if d in REPORTED else 'no (shown)'} | {got[0]} / {got[1]} of {R} | "
                      f"{'run' if d in finished else '**not run**'} |")
-    for event in results.events:
-        if event["kind"] in ("stopped", "error", "unreadable"):
-            why = event.get("why") or event.get("error", "").strip().splitlines()[-1]
-            lines.append(f"\n- {event['kind']}: {event.get('dataset', '')} {event.get('deployment', '')} "
-                         f"{'refresh ' + str(event['refresh']) if 'refresh' in event else ''}: {why}")
+    said = [event for event in results.events if event["kind"] in ("stopped", "error", "unreadable")]
+    lines += [""] if said else []
+    for event in said:
+        why = event.get("why") or event.get("error", "").strip().splitlines()[-1]
+        where = " ".join(str(part) for part in (event.get("dataset"), event.get("deployment"),
+                                                 f"refresh {event['refresh']}" if "refresh" in event else None)
+                         if part is not None)
+        lines.append(f"- {event['kind']}{' ' + where if where else ''}: {why}")
     lines += ["", "## Every set and candidate", "",
               "List agreement: Jaccard@50 of the two deployments' last lists. Steadiness: Jaccard@50 with the "
               f"previous list, refreshes {STEADY_FROM}-{R}, mean over the deployments. Accuracy: the last list's "
@@ -759,7 +762,7 @@ def render(results: Results, command: str, cpu: Results | None = None, data_dirs
                          + " | ".join(stable_text(base.stable[f"{t:g}"]) for t in THRESHOLDS)
                          + f" | {base.one_run_cpu_seconds:.1f} on CPU |")
         if d not in finished:
-            lines.append(f"| {d} | every | - | not run | | | " + " | " * len(THRESHOLDS) + " |")
+            lines.append("| " + " | ".join([d, "every", "-", "not run", *[""] * (3 + len(THRESHOLDS))]) + " |")
             continue
         for M, f in candidates:
             m = measured[(d, M, f)]
