@@ -308,6 +308,7 @@ def render(stable: pd.DataFrame, lists: pd.DataFrame, seconds: dict[str, float],
 #: warpPIE10P, Prostate_GE, ALLAML.
 REAL_SETS = {"lung_small": 325, "madelon": 500, "Isolet": 617, "ORL": 1024, "warpPIE10P": 2420,
              "Prostate_GE": 5966, "ALLAML": 7129}
+AGREEMENT_PAGE = HERE / "results" / "agreement.md"  # the agreement study's page (benchmarks/agreement.py)
 UNSHARED_MEMBER_SECONDS = 7.3  # one 25-epoch member of the default case on one thread, before the CPU was shared
 
 
@@ -318,15 +319,19 @@ def not_run(seconds: dict[str, float]) -> list[str]:
     members = 8 * 2 * max(MEMBERS)  # 8 refreshes x 2 deployments, 64 members each (1, 4 and 16 are their first)
     hours = members * scale * UNSHARED_MEMBER_SECONDS / 3600
     return [f"The agreement of two deployments' stable sets and lists after 8 refreshes, their steadiness, accuracy "
-            f"and cost on the {len(REAL_SETS)} distinct reported and validation sets did not run. Estimate: a member "
-            f"costs the default case's times (d / 800)², {scale:.0f} default-case members for one member on every "
-            "set; "
+            f"and cost on the {len(REAL_SETS)} distinct reported and validation sets did not run on this CPU. "
+            f"Estimate: a member costs the default case's times (d / 800)², {scale:.0f} default-case members for one "
+            "member on every set; "
             f"{members} members a set (8 refreshes x 2 deployments x {max(MEMBERS)}) at "
             f"{UNSHARED_MEMBER_SECONDS} s each (one thread, unshared) is about {hours:,.0f} CPU hours, "
             f"{hours / 4:,.0f} for 16 members a refresh; at this page's shared-CPU rate "
             f"({seconds['default']:.1f} s a member) {seconds['default'] / UNSHARED_MEMBER_SECONDS:.1f} times that. "
-            "The defaults of members per run, on CPU and "
-            "on CUDA, and of the fusion (rule 5) wait for it; a GPU run of it is the next step."]
+            + ("It is `python -m benchmarks.agreement` (its rule in benchmarks/agreement.py), run on a GPU: "
+               f"[{AGREEMENT_PAGE.name}]({AGREEMENT_PAGE.name}) gives what ran and what its rule decided about "
+               "the members per run on CPU and on CUDA and the fusion (rule 5)." if AGREEMENT_PAGE.is_file() else
+               "It is `python -m benchmarks.agreement` (its rule in benchmarks/agreement.py), for a GPU; it has not "
+               "run yet, and the defaults of members per run, on CPU and on CUDA, and of the fusion (rule 5) wait "
+               "for it.")]
 
 
 def decisions(verdicts: dict, lists: pd.DataFrame) -> list[str]:
