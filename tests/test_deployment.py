@@ -142,8 +142,9 @@ def version_file(project: Path, artifact: str, version: str) -> Path:
     return project / "data" / artifact / version / Path(artifact).name
 
 
-def stability(project: Path, version: str) -> dict:
-    return json.loads(version_file(project, f"08_reporting/{SOURCE}/selection_stability.json", version).read_text())
+def stability(project: Path, version: str, method: str = "iclfs") -> dict:
+    return json.loads(version_file(project, f"08_reporting/{SOURCE}/{method}/selection_stability.json",
+                                   version).read_text())
 
 
 def members(project: Path, method: str) -> int:
@@ -155,7 +156,7 @@ def members(project: Path, method: str) -> int:
 
 
 def listed(project: Path, version: str) -> list[str]:
-    return pd.read_csv(version_file(project, f"07_model_output/{SOURCE}/feature_list.csv", version),
+    return pd.read_csv(version_file(project, f"07_model_output/{SOURCE}/iclfs/feature_list.csv", version),
                        dtype={"feature_name": str})["feature_name"].tolist()
 
 
@@ -169,9 +170,12 @@ def cat_latest(project: Path, method: str = "iclfs") -> list[str]:
 
 
 def pipeline_artifacts(project: Path) -> list[str]:
-    """Every versioned artifact folder of the data source: ``<layer>/expr/<file>``."""
-    return sorted(str(p.relative_to(project / "data")) for p in (project / "data").glob(f"0*/{SOURCE}/*")
-                  if p.is_dir())
+    """Every versioned artifact folder of the data source: ``<layer>/expr/<file>`` (the table's, the run records,
+    the member history) and ``<layer>/expr/<method>/<file>`` (what a method made)."""
+    data = project / "data"
+    folders = [p for p in data.glob(f"0*/{SOURCE}/*") if p.is_dir() and p.suffix]
+    folders += [p for p in data.glob(f"0*/{SOURCE}/*/*") if p.is_dir() and p.suffix and not p.parent.suffix]
+    return sorted(str(p.relative_to(data)) for p in folders)
 
 
 def mlflow_runs(project: Path) -> tuple:
@@ -230,7 +234,7 @@ def test_a_declared_source_refreshes_on_airflow_then_by_hand_with_another_method
 
     client, runs = mlflow_runs(project)
     assert len(runs) == 2, [r.info.run_name for r in runs]
-    dag_versions = versions(project, f"07_model_output/{SOURCE}/feature_list.csv")
+    dag_versions = versions(project, f"07_model_output/{SOURCE}/iclfs/feature_list.csv")
     assert len(dag_versions) == 2
     first, second = dag_versions
     assert [run_version(r, "iclfs") for r in runs] == dag_versions  # named by the artifacts' version
@@ -250,8 +254,10 @@ def test_a_declared_source_refreshes_on_airflow_then_by_hand_with_another_method
     assert "jaccard" in runs[1].data.metrics and len(client.get_metric_history(runs[1].info.run_id, "jaccard")) == 1
 
     artifacts = pipeline_artifacts(project)
-    for artifact in (f"07_model_output/{SOURCE}/feature_list.csv", f"08_reporting/{SOURCE}/run_report.html",
-                     f"08_reporting/{SOURCE}/selection_stability.json", f"07_model_output/{SOURCE}/selections.csv"):
+    for artifact in (f"07_model_output/{SOURCE}/iclfs/feature_list.csv", f"08_reporting/{SOURCE}/iclfs/run_report.html",
+                     f"08_reporting/{SOURCE}/iclfs/selection_stability.json",
+                     f"07_model_output/{SOURCE}/iclfs/selections.csv", f"08_reporting/{SOURCE}/run_record.json",
+                     f"03_primary/{SOURCE}/feature_names.json"):
         assert artifact in artifacts
     for artifact in artifacts:  # one version per DAG run, each run's own
         if artifact.endswith("member_history.npz"):
@@ -264,7 +270,8 @@ def test_a_declared_source_refreshes_on_airflow_then_by_hand_with_another_method
     assert stability(project, second)["previous_version"] == first
 
     # 4. The latest list, as the README reads it: one header, k rows, the second run's.
-    second_list = version_file(project, f"07_model_output/{SOURCE}/feature_list.csv", second).read_text().splitlines()
+    second_list = version_file(project, f"07_model_output/{SOURCE}/iclfs/feature_list.csv",
+                               second).read_text().splitlines()
     latest = cat_latest(project)
     assert latest[0].startswith("rank,feature_name") and len(latest) == K + 1
     assert latest == second_list
@@ -272,15 +279,14 @@ def test_a_declared_source_refreshes_on_airflow_then_by_hand_with_another_method
     # 5. NDFS on the same source: its own member history, its own first comparison, its own latest list.
     done = run(step(README_STEPS[6], airflow), project)
     assert "method: NDFS (selection.method = ndfs)" in succeeded(done, "iclfs --method ndfs", logs)
-    every = versions(project, f"07_model_output/{SOURCE}/feature_list.csv")
-    assert len(every) == 3
-    ndfs = every[-1]
+    (ndfs,) = versions(project, f"07_model_output/{SOURCE}/ndfs/feature_list.csv")  # in its own folder
+    assert ndfs > second and versions(project, f"07_model_output/{SOURCE}/iclfs/feature_list.csv") == dag_versions
     assert members(project, "iclfs") == 2 and members(project, "ndfs") == 1
-    ndfs_stability = stability(project, ndfs)
+    ndfs_stability = stability(project, ndfs, "ndfs")
     assert ndfs_stability["method"] == "ndfs" and ndfs_stability["previous_version"] is None, ndfs_stability
     assert (project / f"data/latest/{SOURCE}/ndfs/feature_list.csv").is_file()
     assert cat_latest(project, "ndfs") == version_file(
-        project, f"07_model_output/{SOURCE}/feature_list.csv", ndfs).read_text().splitlines()
+        project, f"07_model_output/{SOURCE}/ndfs/feature_list.csv", ndfs).read_text().splitlines()
     assert Path(os.readlink(project / f"data/latest/{SOURCE}/iclfs")).name == second
     assert cat_latest(project) == second_list  # still the second ICLFS run's: one header, k rows
     client, runs = mlflow_runs(project)
@@ -303,13 +309,14 @@ def test_a_declared_source_refreshes_on_airflow_then_by_hand_with_another_method
     write_table(project / "data/01_raw/expr.tsv.gz", pd.concat([changed, new]))
     done = run([PYTHON, "-m", "iclfs", "--source", SOURCE], project)
     output = succeeded(done, "iclfs --source expr on the changed table", logs)
-    third = versions(project, f"07_model_output/{SOURCE}/feature_list.csv")[-1]
+    third = versions(project, f"07_model_output/{SOURCE}/iclfs/feature_list.csv")[-1]
     assert third > ndfs
     found = stability(project, third)
     assert found["previous_version"] == second  # the previous ICLFS run, not NDFS's
     changes = found["changes"]
     assert changes["previous_version"] == ndfs  # the table changed since the last run of any method
-    assert json.loads(version_file(project, f"08_reporting/{SOURCE}/table_changes.json", third).read_text()) == changes
+    assert json.loads(version_file(project, f"08_reporting/{SOURCE}/iclfs/table_changes.json",
+                                   third).read_text()) == changes
     assert (changes["features_dropped"], changes["features_added"], changes["samples_removed"],
             changes["samples_added"]) == (5, 3, 2, 0), changes
     assert sorted(changes["dropped"]) == sorted(dropped) and sorted(changes["added"]) == NEW_GENES
@@ -332,7 +339,7 @@ def test_a_declared_source_refreshes_on_airflow_then_by_hand_with_another_method
     assert warned == (not signal["above_chance"]), (signal, output[-3000:])
     latest = cat_latest(project)
     assert len(latest) == K + 1 and latest == version_file(
-        project, f"07_model_output/{SOURCE}/feature_list.csv", third).read_text().splitlines()
+        project, f"07_model_output/{SOURCE}/iclfs/feature_list.csv", third).read_text().splitlines()
     assert dropped[0] not in "\n".join(latest)
 
     client, runs = mlflow_runs(project)

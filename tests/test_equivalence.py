@@ -53,30 +53,31 @@ def kedro_runs(files, tmp_path_factory):
     out = {}
     for refresh, path in enumerate(files):
         run_session(root, pipeline_names=["select"], runtime_params={"input": str(path), "data_source": "eq"})
-        out[refresh] = _artifacts(root, "eq")
+        out[refresh] = _artifacts(root, "eq", "iclfs")
     run_session(root, pipeline_names=["select"],
                 runtime_params={"input": str(files[0]), "data_source": "eq_ndfs",
                                 "selection": {"method": "ndfs", "n_clusters": 2}})
-    out["ndfs"] = _artifacts(root, "eq_ndfs")
+    out["ndfs"] = _artifacts(root, "eq_ndfs", "ndfs")
     run_session(root, pipeline_names=["select"],
                 runtime_params={"input": str(files[0]), "data_source": "eq_variance",
                                 "selection": {"method": "variance"}})
-    out["variance"] = _artifacts(root, "eq_variance")
+    out["variance"] = _artifacts(root, "eq_variance", "variance")
     return out
 
 
 def _latest(root, layer: str, source: str, artifact: str, reader):
-    folder = root / "data" / layer / source / artifact
+    folder = root / "data" / layer / source / artifact  # source: <data source>/<method>
     version = sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))[-1]
     return reader(folder / version / artifact)
 
 
-def _artifacts(root, source: str) -> dict:
+def _artifacts(root, source: str, method: str) -> dict:
     from iclfs.io.datasets import CSVDataset
 
     def csv(path):
         return CSVDataset(filepath=str(path)).load()
 
+    source = f"{source}/{method}"  # each method's artifacts are in its folder
     selections = _latest(root, "07_model_output", source, "selections.csv", csv)
     ranking = _latest(root, "07_model_output", source, "feature_ranking.csv", csv).sort_values("feature_index")
     laplacian = _latest(root, "07_model_output", source, "laplacian_scores.csv", csv).sort_values("feature_index")

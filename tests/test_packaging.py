@@ -47,7 +47,7 @@ def test_packaged_project_runs_select_on_the_default_data(tmp_path):
         )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     output = workdir / "data" / "07_model_output" / "synthetic"
-    assert len(list((output / "feature_list.csv").glob("*/*.csv"))) == 2
+    assert len(list((output / "iclfs" / "feature_list.csv").glob("*/*.csv"))) == 2
     from iclfs.io.datasets import MemberHistoryView
 
     history = MemberHistoryView(filepath=str(output / "member_history.npz"),

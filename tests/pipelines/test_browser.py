@@ -88,8 +88,8 @@ def browse(chromium: str, *args: str, timeout: float = 180) -> str:
 
 def test_the_run_report_renders_in_a_browser(chromium, project, tmp_path):
     run_session(project)
-    (report,) = (project / "data/08_reporting/synthetic/run_report.html").glob("*/run_report.html")
-    (listing,) = (project / "data/07_model_output/synthetic/feature_list.csv").glob("*/*.csv")
+    (report,) = (project / "data/08_reporting/synthetic/iclfs/run_report.html").glob("*/run_report.html")
+    (listing,) = (project / "data/07_model_output/synthetic/iclfs/feature_list.csv").glob("*/*.csv")
     assert report.parent.name == listing.parent.name  # one run, one version
 
     dom = browse(chromium, "--dump-dom", report.as_uri())

@@ -46,7 +46,7 @@ def latest(project: Path, artifact: str) -> Path:
 
 
 def listing(project: Path) -> list[str]:
-    return CSVDataset(filepath=str(latest(project, "07_model_output/t/feature_list.csv"))).load()[
+    return CSVDataset(filepath=str(latest(project, "07_model_output/t/iclfs/feature_list.csv"))).load()[
         "feature_name"].tolist()
 
 
@@ -65,17 +65,17 @@ def test_refreshes_carry_their_members_each_with_its_own_seed_and_replay_to_the_
     assert [m.seed for m in history.members] == [member_seed(42, i) for i in range(3)]
     assert [m.index for m in history.members] == [0, 1, 2] and history.runs == 3
     assert len({m.fingerprint for m in history.members}) == 3  # three tables
-    starts = sorted((project / "data/07_model_output/t/history_start.json").glob("*/history_start.json"))
+    starts = sorted((project / "data/07_model_output/t/iclfs/history_start.json").glob("*/history_start.json"))
     assert [json.loads(p.read_text())["seed"] for p in starts] == [member_seed(42, i) for i in range(3)]
 
-    ranking = CSVDataset(filepath=str(latest(project, "07_model_output/t/feature_ranking.csv"))).load()
+    ranking = CSVDataset(filepath=str(latest(project, "07_model_output/t/iclfs/feature_ranking.csv"))).load()
     assert {"member_0_rank", "member_1_rank", "member_2_rank", "members_seen", "selection_frequency_5"} <= set(ranking)
     assert ranking["score_name"].iloc[0] == "carried mean rank of z_norm (3 members), Laplacian weight 0.5"
-    chosen = CSVDataset(filepath=str(latest(project, "07_model_output/t/feature_list.csv"))).load()
+    chosen = CSVDataset(filepath=str(latest(project, "07_model_output/t/iclfs/feature_list.csv"))).load()
     frequency = chosen["selection_frequency"].to_numpy()
     assert ((0 <= frequency) & (frequency <= 1)).all() and frequency.max() > 0
 
-    stability = json.loads(latest(project, "08_reporting/t/selection_stability.json").read_text())
+    stability = json.loads(latest(project, "08_reporting/t/iclfs/selection_stability.json").read_text())
     assert stability["history"] == {"carry": True, "members": 3, "note": None, "kept": 64, "method": "iclfs",
                                     "new_features": 0}
     assert stability["nogueira"]["lists"]["selections"] == 3 and stability["nogueira"]["members"]["selections"] == 3
@@ -87,7 +87,7 @@ def test_refreshes_carry_their_members_each_with_its_own_seed_and_replay_to_the_
     assert {"nogueira_lists", "nogueira_members", "members"} <= set(run.data.metrics)
     assert run.data.metrics["members"] == 3
     mlflow.set_tracking_uri(None)
-    report = latest(project, "08_reporting/t/run_report.html").read_text()
+    report = latest(project, "08_reporting/t/iclfs/run_report.html").read_text()
     assert "Nogueira" in report and "member history (iclfs): 3 member(s) combined" in report
 
 
@@ -97,7 +97,7 @@ def test_members_are_aligned_by_name_when_features_come_and_go(tmp_path):
     renamed = GENES[1:] + ["new"]  # g0 dropped, 'new' arrives
     done = kedro(project, f"input={refresh(project, 'r1.csv', renamed, 1)}", "data_source=t")
     assert done.code == 0, done.output[-3000:]
-    ranking = CSVDataset(filepath=str(latest(project, "07_model_output/t/feature_ranking.csv"))).load()
+    ranking = CSVDataset(filepath=str(latest(project, "07_model_output/t/iclfs/feature_ranking.csv"))).load()
     assert set(ranking["feature_name"]) == set(renamed)
     seen = dict(zip(ranking["feature_name"], ranking["members_seen"], strict=True))
     assert seen["new"] == 1 and all(seen[name] == 2 for name in GENES[1:])
@@ -113,7 +113,7 @@ def test_reset_and_unusable_histories_start_afresh_with_one_message(tmp_path, ca
 
     def note_of(outcome: Outcome) -> str:
         assert outcome.code == 0, outcome.output[-3000:]
-        return json.loads(latest(project, "07_model_output/t/history_start.json").read_text())["note"]
+        return json.loads(latest(project, "07_model_output/t/iclfs/history_start.json").read_text())["note"]
 
     assert "members.reset" in note_of(kedro(project, f"input={first}", "data_source=t", "members.reset=true"))
     assert [m.seed for m in head(project).members] == [42]  # afresh: the run's own seed, alone
@@ -139,7 +139,7 @@ def test_reset_and_unusable_histories_start_afresh_with_one_message(tmp_path, ca
     outcome = kedro(project, f"input={first}", "data_source=u")
     assert outcome.code == 0, outcome.output[-3000:]
     assert "belongs to the data source 't', not 'u'" in json.loads(
-        latest(project, "07_model_output/u/history_start.json").read_text())["note"]
+        latest(project, "07_model_output/u/iclfs/history_start.json").read_text())["note"]
 
 
 def test_node_by_node_sessions_as_airflow_runs_them_carry_the_history(tmp_path):
@@ -181,8 +181,8 @@ def test_two_runs_on_one_data_source_at_once_lose_no_member(tmp_path):
         with open(folder / ".lock", "a+") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             for run in runs:  # each has saved its ranking and now waits to save its history
-                wait_for(lambda: len(Outcome(0, "", project).versions("07_model_output/t/feature_ranking.csv")) == 3,
-                         run, timeout=300)
+                rankings = "07_model_output/t/iclfs/feature_ranking.csv"
+                wait_for(lambda: len(Outcome(0, "", project).versions(rankings)) == 3, run, timeout=300)
             fcntl.flock(lock, fcntl.LOCK_UN)
     except BaseException:
         for run in runs:

@@ -198,7 +198,7 @@ def test_a_reset_stays_reset_through_real_kedro_runs(tmp_path):
     def run(draw: int, *params: str) -> dict:
         done = kedro(project, f"input={refresh(project, f'r{draw}.csv', GENES, draw)}", "data_source=t", *params)
         assert done.code == 0, done.output[-3000:]
-        return json.loads(latest(project, "07_model_output/t/history_start.json").read_text())
+        return json.loads(latest(project, "07_model_output/t/iclfs/history_start.json").read_text())
 
     run(0)
     run(1)

@@ -229,7 +229,7 @@ def test_a_read_only_latest_folder_is_refused_before_the_run(project):
 @slow
 def test_a_stage_rerun_after_deleting_the_folder_the_message_names_does_not_name_it_again(project):
     complete(project)
-    ranking = project / "data" / "07_model_output" / "t" / "feature_ranking.csv"
+    ranking = project / "data" / "07_model_output" / "t" / "iclfs" / "feature_ranking.csv"
     version = sorted(p.name for p in ranking.iterdir())[-1]
     damaged = ranking / version / "feature_ranking.csv"
     damaged.write_text(damaged.read_text()[:100])

@@ -321,10 +321,10 @@ def test_two_overlapping_runs_on_one_data_source_keep_their_own_results(project)
         os.kill(run_a.pid, signal.SIGCONT)
     assert run_a.wait(timeout=600) == 0, tail("a.csv")
 
-    lists = project / "data/07_model_output/shared/feature_list.csv"
-    reduced = project / "data/07_model_output/shared/reduced_data.parquet"
-    assert len(versions(project, "07_model_output/shared/feature_list.csv")) == 2
-    for version in versions(project, "07_model_output/shared/feature_list.csv"):
+    lists = project / "data/07_model_output/shared/iclfs/feature_list.csv"
+    reduced = project / "data/07_model_output/shared/iclfs/reduced_data.parquet"
+    assert len(versions(project, "07_model_output/shared/iclfs/feature_list.csv")) == 2
+    for version in versions(project, "07_model_output/shared/iclfs/feature_list.csv"):
         names = pd.read_csv(lists / version / "feature_list.csv")["feature_name"].tolist()
         prefix = names[0][0]
         assert all(n.startswith(prefix) for n in names)  # one run's names only

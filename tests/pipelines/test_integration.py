@@ -25,21 +25,22 @@ def test_default_run_writes_versioned_artifacts_and_an_mlflow_run(project):
     outputs = {
         "03_primary/synthetic/standardized_data.npy",
         "05_model_input/synthetic/inverted_data.npy",
-        "06_models/synthetic/model_state.pt",
-        "07_model_output/synthetic/training_log.csv",
-        "07_model_output/synthetic/member_scores.npz",
-        "07_model_output/synthetic/feature_ranking.csv",
-        "07_model_output/synthetic/laplacian_scores.csv",
-        "07_model_output/synthetic/selections.csv",
-        "08_reporting/synthetic/evaluation_table.csv",
-        "08_reporting/synthetic/evaluation_summary.json",
-        "08_reporting/synthetic/accuracy_vs_k.png",
-        "08_reporting/synthetic/run_report.html",
+        "06_models/synthetic/iclfs/model_state.pt",
+        "07_model_output/synthetic/iclfs/training_log.csv",
+        "07_model_output/synthetic/iclfs/member_scores.npz",
+        "07_model_output/synthetic/iclfs/feature_ranking.csv",
+        "07_model_output/synthetic/iclfs/laplacian_scores.csv",
+        "07_model_output/synthetic/iclfs/selections.csv",
+        "08_reporting/synthetic/iclfs/evaluation_table.csv",
+        "08_reporting/synthetic/iclfs/evaluation_summary.json",
+        "08_reporting/synthetic/iclfs/accuracy_vs_k.png",
+        "08_reporting/synthetic/iclfs/run_report.html",
     }
     run_versions = {tuple(versions(project, path)) for path in outputs}
     assert len(run_versions) == 1 and len(next(iter(run_versions))) == 1, run_versions
     version = next(iter(run_versions))[0]
-    table = pd.read_csv(project / "data/08_reporting/synthetic/evaluation_table.csv" / version / "evaluation_table.csv")
+    table = pd.read_csv(project / "data/08_reporting/synthetic/iclfs/evaluation_table.csv" / version
+                        / "evaluation_table.csv")
     assert list(table["k"]) == [5, 10]
     assert {"accuracy_mean", "accuracy_std", "nmi_mean", "informative_recall"} <= set(table.columns)
 
@@ -70,15 +71,15 @@ def test_default_run_writes_versioned_artifacts_and_an_mlflow_run(project):
 @pytest.mark.slow
 def test_each_stage_reruns_alone_from_saved_inputs_and_keeps_old_versions(project):
     run_session(project)
-    ranking_path = project / "data/07_model_output/synthetic/feature_ranking.csv"
-    (first,) = versions(project, "07_model_output/synthetic/feature_ranking.csv")
+    ranking_path = project / "data/07_model_output/synthetic/iclfs/feature_ranking.csv"
+    (first,) = versions(project, "07_model_output/synthetic/iclfs/feature_ranking.csv")
     before = (ranking_path / first / "feature_ranking.csv").read_bytes()
 
     for name in ("data_processing", "views", "training", "ranking", "laplacian", "selection", "evaluation"):
         run_session(project, pipeline_names=[name])
 
-    assert len(versions(project, "07_model_output/synthetic/feature_ranking.csv")) == 2
-    assert len(versions(project, "08_reporting/synthetic/evaluation_table.csv")) == 2
+    assert len(versions(project, "07_model_output/synthetic/iclfs/feature_ranking.csv")) == 2
+    assert len(versions(project, "08_reporting/synthetic/iclfs/evaluation_table.csv")) == 2
     assert (ranking_path / first / "feature_ranking.csv").read_bytes() == before
     assert len(mlflow_runs(project)) == 8
 
@@ -113,8 +114,9 @@ def test_csv_with_nan_fails_naming_the_position_before_anything_is_written(proje
 def test_unwritable_output_folder_stops_the_run_before_any_node(project):
     (project / "data" / "07_model_output").mkdir(parents=True)
     (project / "data" / "07_model_output" / "synthetic").write_text("a file where a folder should be")
-    with pytest.raises(PermissionError, match=r"feature_ranking \(\S*data/07_model_output/synthetic/feature_ranking.csv\)"
-                                              r": .*synthetic is a file, not a folder"):
+    with pytest.raises(PermissionError,
+                       match=r"feature_ranking \(\S*data/07_model_output/synthetic/iclfs/feature_ranking.csv\)"
+                             r": .*synthetic is a file, not a folder"):
         run_session(project)
     assert not (project / "data" / "03_primary").exists()
 
@@ -163,8 +165,8 @@ def test_run_killed_mid_training_leaves_earlier_versions_intact(project, signal_
     assert not any("06_models" in p for p in set(after) - set(before)), "the killed run saved a model"
 
     run_session(project)
-    assert len(versions(project, "07_model_output/synthetic/selections.csv")) == 2
-    assert len(versions(project, "06_models/synthetic/model_state.pt")) == 2
+    assert len(versions(project, "07_model_output/synthetic/iclfs/selections.csv")) == 2
+    assert len(versions(project, "06_models/synthetic/iclfs/model_state.pt")) == 2
 
 
 def test_select_on_an_unlabeled_csv_twice_reports_what_changed(project):
@@ -178,25 +180,26 @@ def test_select_on_an_unlabeled_csv_twice_reports_what_changed(project):
     (project / "conf/local/catalog.yml").write_text(yaml.safe_dump(catalog))
 
     run_session(project, pipeline_names=["select"], runtime_params={"data_source": "expression"})
-    (first,) = versions(project, "07_model_output/expression/feature_list.csv")
-    listing = pd.read_csv(project / "data/07_model_output/expression/feature_list.csv" / first
+    (first,) = versions(project, "07_model_output/expression/iclfs/feature_list.csv")
+    listing = pd.read_csv(project / "data/07_model_output/expression/iclfs/feature_list.csv" / first
                           / "feature_list.csv")
     assert listing["feature_name"].str.startswith("gene_").all() and len(listing) == 5
-    reduced = pd.read_parquet(project / "data/07_model_output/expression/reduced_data.parquet" / first
+    reduced = pd.read_parquet(project / "data/07_model_output/expression/iclfs/reduced_data.parquet" / first
                               / "reduced_data.parquet")
     assert list(reduced.columns) == ["sample_id", *listing["feature_name"]]  # joins back by sample
     assert reduced["sample_id"].tolist() == [f"s{i}" for i in range(30)]
-    stability = json.loads((project / "data/08_reporting/expression/selection_stability.json" / first
+    stability = json.loads((project / "data/08_reporting/expression/iclfs/selection_stability.json" / first
                             / "selection_stability.json").read_text())
     assert stability["previous_version"] is None
-    table = pd.read_csv(project / "data/08_reporting/expression/evaluation_table.csv" / first / "evaluation_table.csv")
+    table = pd.read_csv(project / "data/08_reporting/expression/iclfs/evaluation_table.csv" / first
+                        / "evaluation_table.csv")
     assert list(table.columns) == ["k"]  # no labels: the k-means protocol was skipped
 
     # without carrying, the second run is the same run again (carried refreshes: tests/pipelines/test_carry.py)
     run_session(project, pipeline_names=["select"],
                 runtime_params={"data_source": "expression", "members": {"carry": False}})
-    second = versions(project, "08_reporting/expression/selection_stability.json")[-1]
-    stability = json.loads((project / "data/08_reporting/expression/selection_stability.json" / second
+    second = versions(project, "08_reporting/expression/iclfs/selection_stability.json")[-1]
+    stability = json.loads((project / "data/08_reporting/expression/iclfs/selection_stability.json" / second
                             / "selection_stability.json").read_text())
     assert stability["previous_version"] == first
     assert stability["per_k"]["5"]["jaccard"] == 1.0  # same data, same seed

@@ -32,15 +32,15 @@ def test_kedro_run_hands_on_the_evidence_with_the_list_the_summary_and_mlflow(pr
     with caplog.at_level("INFO", logger="iclfs.summary"):
         run_session(project)
 
-    ranking = read(project, "07_model_output/synthetic/feature_ranking.csv")
+    ranking = read(project, "07_model_output/synthetic/iclfs/feature_ranking.csv")
     stable = ranking["selection_frequency_5"] >= 0.75
     assert ranking["stable"].tolist() == stable.tolist()
-    listing = read(project, "07_model_output/synthetic/feature_list.csv")
+    listing = read(project, "07_model_output/synthetic/iclfs/feature_list.csv")
     assert listing["stable"].tolist() == (listing["selection_frequency"] >= 0.75).tolist()
     by_name = ranking.set_index("feature_name")
     assert listing["stable"].tolist() == by_name.loc[listing["feature_name"], "stable"].tolist()
 
-    evidence = read(project, "08_reporting/synthetic/selection_stability.json")["evidence"]
+    evidence = read(project, "08_reporting/synthetic/iclfs/selection_stability.json")["evidence"]
     assert evidence["members"] == 4 and evidence["q"] == 5 and evidence["threshold"] == 0.75
     assert evidence["bound_kind"] == COMPLEMENTARY
     assert evidence["bound"] == pytest.approx(5 / 40 * 5 / (2 * 0.75 - 1))  # theta q / (2 pi - 1), theta = q / p

@@ -75,9 +75,9 @@ def test_notebook_runs_after_a_default_run(project):
 
     report_path = ns["report_path"]
     assert report_path.is_file() and report_path.name == "run_report.html"
-    assert report_path.parent.parent == project / "data/08_reporting/synthetic/run_report.html"
+    assert report_path.parent.parent == project / "data/08_reporting/synthetic/iclfs/run_report.html"
     # the report is the one this run wrote: same version folder as the list it shows
-    (version,) = [p.name for p in (project / "data/07_model_output/synthetic/feature_list.csv").iterdir()]
+    (version,) = [p.name for p in (project / "data/07_model_output/synthetic/iclfs/feature_list.csv").iterdir()]
     assert report_path.parent.name == version
     page = report_path.read_text()
     assert all(str(name) in page for name in ns["listing"]["feature_name"])

@@ -61,7 +61,7 @@ def test_the_readme_reads_a_genes_by_samples_file_and_its_latest_list_after_each
         assert shown[0].startswith("rank,feature_name") and len(shown) == K + 1, (run, shown)
         listed = pd.read_csv(project / "data/latest/expr/iclfs/feature_list.csv")
         assert set(listed["feature_name"]) <= set(genes)
-        versions = sorted((project / "data/07_model_output/expr/feature_list.csv").iterdir())
+        versions = sorted((project / "data/07_model_output/expr/iclfs/feature_list.csv").iterdir())
         assert len(versions) == run
         assert shown == (versions[-1] / "feature_list.csv").read_text().splitlines()  # the newest run's
     assert "first run of iclfs on this data source" not in summary  # the second run compares with the first

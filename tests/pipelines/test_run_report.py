@@ -396,9 +396,9 @@ def test_two_lists_give_phi_without_an_interval_and_three_give_both():
 
 
 def versions_of(project, artifact: str) -> list:
-    """Every version's file of ``artifact`` (``<layer>/<file>``) of the synthetic source, oldest first."""
+    """Every version's file of ``artifact`` (``<layer>/<file>``) of ICLFS on the synthetic source, oldest first."""
     layer, name = artifact.split("/")
-    return sorted((project / "data" / layer / "synthetic" / name).glob(f"*/{name}"))
+    return sorted((project / "data" / layer / "synthetic" / "iclfs" / name).glob(f"*/{name}"))
 
 
 @pytest.mark.slow

@@ -25,7 +25,7 @@ from kedro.config import MissingConfigException, OmegaConfigLoader
 
 from iclfs.method._config import ParameterError, dotted_names, refuse_old_names
 
-from ._resolvers import data_source
+from ._resolvers import DEFAULT_METHOD, RUN_METHOD, data_source, method_folder
 from ._sources import SourceError, check_declarations, check_other_input, expand, merge
 
 LOGGER = logging.getLogger(__name__)
@@ -40,7 +40,8 @@ CONFIG_LOADER_ARGS = {
     # without repeating the rest of it.
     "merge_strategy": {"parameters": "soft"},
     # ${data_source:...} in catalog.yml: the run's data source, checked to be a safe folder name.
-    "custom_resolvers": {"data_source": data_source},
+    # ${method_folder:...}: the run's selection.method, the folder its method's artifacts go to.
+    "custom_resolvers": {"data_source": data_source, "method_folder": method_folder},
 }
 
 
@@ -69,12 +70,31 @@ class ProjectConfigLoader(OmegaConfigLoader):
         self.config_patterns.setdefault("airflow", ["airflow*", "airflow/**"])
 
     def __getitem__(self, key: str) -> dict[str, Any]:
+        if key == "catalog":
+            # the catalog's ${method_folder:} names this run's method, from the parameters as the run reads them
+            # (conf/local and a declared source included, not only --params)
+            token = RUN_METHOD.set(self._method())
+            try:
+                return _read(super(), key, self)
+            finally:
+                RUN_METHOD.reset(token)
         config = _read(super(), key, self)
         if key != "parameters":
             return config
         check_declarations(config.get("sources"))
         refuse_old_names(dotted_names(config))  # a key of an earlier version: refused, naming its new name
         return config
+
+
+    def _method(self) -> str:
+        """The run's ``selection.method`` (``iclfs`` where the parameters name none)."""
+        try:
+            parameters = self["parameters"]
+        except MissingConfigException:
+            return DEFAULT_METHOD
+        selection = parameters.get("selection") if isinstance(parameters, dict) else None
+        method = selection.get("method") if isinstance(selection, dict) else None
+        return DEFAULT_METHOD if method in (None, "") else str(method)
 
 
 class ConfError(ParameterError):

@@ -28,7 +28,7 @@ from kedro.io import AbstractVersionedDataset
 from iclfs import _threads
 from iclfs.io._kedro import artifact_folder, save_version, version_file
 
-from ._latest import existing_folder, latest_problem
+from ._latest import existing_folder, latest_folder, latest_problem
 from ._logs import plain_off_terminal
 from ._runs import RECORD, Run, data_folder
 
@@ -241,9 +241,10 @@ def summary_lines(outputs: set, catalog: Any) -> list[str]:
         return []
     lines = []
     names = catalog.load("feature_names") if "feature_names" in catalog else None
-    path = saved_path(catalog.get("selections"))
-    if path is not None and len(path.parts) >= 4:  # data/<layer>/<data source>/<file>/<version>/<file>
-        lines.append(f"data source: {path.parts[-4]}")
+    # the run record is the data source's (data/<layer>/<source>/run_record.json); the list is in the method's folder
+    source = artifact_folder(catalog.get(RECORD)).parent.name if RECORD in catalog else None
+    if source is not None:
+        lines.append(f"data source: {source}")
     standardized = catalog.load("standardized_data") if "standardized_data" in catalog else None
     if standardized is not None:
         lines.append(f"table: {standardized.shape[1]} features x {standardized.shape[0]} samples")
@@ -260,8 +261,8 @@ def summary_lines(outputs: set, catalog: Any) -> list[str]:
     if listing is not None:
         path = saved_path(catalog.get("feature_list"))
         lines.append(f"the list: {path}")
-        if path is not None and len(path.parts) >= 5:  # data/<layer>/<source>/feature_list.csv/<version>/...
-            latest = path.parents[4] / "latest" / path.parts[-4] / method / path.name
+        if path is not None and source is not None:
+            latest = latest_folder(data_folder(catalog), source, method) / path.name
             lines.append(f"the latest list, the same after every run: {latest}")
         from iclfs.pipelines.report._report import shown_name
 

@@ -16,6 +16,14 @@ table are never labelled with another table's names), and each file must
 still be what its run wrote. Otherwise the stage run is refused with a
 message naming the versions that disagree. A stage run's own record carries
 the fingerprint of the table its inputs came from.
+
+**Where a run's versions are.** The table's artifacts are the data source's
+(``data/<layer>/<source>/<file>``); what a method makes is in its folder
+(``data/<layer>/<source>/<method>/<file>``). The run records stay the data
+source's, one ledger of every method's runs: each names its method and the
+versions it wrote, and the files are found in that method's folder, or, for a
+run of a version before method folders, where that version wrote them
+(:func:`stored_file`).
 """
 
 from __future__ import annotations
@@ -53,24 +61,48 @@ class RunRecordError(RuntimeError):
 
 
 def _source(dataset: Any) -> str:
-    """The data source folder a versioned artifact lives in: ``data/<layer>/<source>/<file>``."""
+    """The data source folder a run record lives in: ``data/<layer>/<source>/run_record.json``."""
     return artifact_folder(dataset).parent.name
 
 
+def _belongs(dataset: Any, source: str, method: str) -> bool:
+    """Whether a versioned artifact is the data source's (``data/<layer>/<source>/<file>``) or its ``method``'s
+    (``data/<layer>/<source>/<method>/<file>``)."""
+    folder = artifact_folder(dataset).parent
+    return folder.name == source or (folder.name == method and folder.parent.name == source)
+
+
+def old_layout_folder(dataset: Any, method: str) -> Path | None:
+    """Where a method's artifact was stored before each method had a folder (``data/<layer>/<source>/<file>``
+    for ``data/<layer>/<source>/<method>/<file>``); None for the data source's own artifacts."""
+    folder = Path(str(artifact_folder(dataset)))
+    return folder.parent.parent / folder.name if folder.parent.name == method else None
+
+
+def stored_file(dataset: Any, version: str, method: str) -> Path:
+    """The file of ``version``: in the method's folder, or, for a version written before method folders (and
+    never moved), in the old layout. Nothing is moved."""
+    path = version_file(dataset, version)
+    old = old_layout_folder(dataset, method)
+    if not path.exists() and old is not None and (old / version / old.name).exists():
+        return old / version / old.name
+    return path
+
+
 def _artifacts(names: set[str], catalog: Any) -> dict[str, AbstractVersionedDataset]:
-    """The versioned artifacts among ``names`` that belong to the run record's data source.
+    """The versioned artifacts among ``names`` that belong to the run record's data source and the run's method.
 
     Not the input file, parameters, metrics, the views of earlier runs, nor the
     benchmark's namespaced artifacts (each in a folder of its own).
     """
-    source = _source(catalog.get(RECORD))
+    source, method = _source(catalog.get(RECORD)), _method(catalog)
     found = {}
     for name in sorted(names):
         if name == RECORD or name not in catalog:
             continue
         dataset = catalog.get(name)
         if (isinstance(dataset, VersionedArtifact) and getattr(dataset, "_version", None) is not None
-                and _source(dataset) == source):
+                and _belongs(dataset, source, method)):
             found[name] = dataset
     return found
 
@@ -227,6 +259,7 @@ class Run:
         record = catalog.get(RECORD)
         self.version = save_version(record)
         self.source = _source(record)
+        self.method = _method(catalog)
         self.records = Path(str(artifact_folder(record)))
         self._inherited: str | None = None  # the table fingerprint a stage run's inputs come from
         self._lease = Lease(self.records, self.version)
@@ -254,7 +287,11 @@ class Run:
         needed = _artifacts(pipeline.inputs(), catalog)
         if not needed:
             return
-        chosen = choose_versions(sorted(needed), read_records(catalog.get(RECORD)), self.source,
+        # this method's runs: another method's versions are in its own folder, and its table artifacts were made
+        # for it (variance keeps the measured table, ICLFS its inverted one)
+        records = [r for r in read_records(catalog.get(RECORD)) if (r.get("method") or "iclfs") == self.method]
+        self._refuse_old_layout(needed, records)
+        chosen = choose_versions(sorted(needed), records, self.source,
                                  lambda name, version: version_file(needed[name], version).parent.is_dir())
         self._inherited = next(iter(chosen.values()))[1].get("fingerprint")
         for name, (version, run) in chosen.items():
@@ -269,6 +306,23 @@ class Run:
             pin_load_version(dataset, version)
         runs = sorted({version for version, _ in chosen.values()})
         LOGGER.info("Stage run on the versions of the complete run(s) %s", ", ".join(runs))
+
+    def _refuse_old_layout(self, needed: dict[str, AbstractVersionedDataset], records: list[dict]) -> None:
+        """A stage run reads the method's folder: where the newest complete run that wrote an input stored it in the
+        old layout (a version before method folders), say how to go on, moving nothing."""
+        for name, dataset in sorted(needed.items()):
+            wrote = [r for r in records if name in r.get("wrote", {})]
+            if not wrote or version_file(dataset, wrote[0]["wrote"][name]["version"]).parent.is_dir():
+                continue
+            version = wrote[0]["wrote"][name]["version"]
+            old = old_layout_folder(dataset, self.method)
+            if old is not None and (old / version).is_dir():
+                raise RunRecordError(
+                    f"{name}: the newest complete {self.method} run on data source {self.source!r} ({version}) stored "
+                    f"it before each method had a folder, in {old / version}; a stage run reads "
+                    f"{artifact_folder(dataset)}. Run kedro run --pipelines select once (it reads the old lists for "
+                    f"the hold), or move that run's version folders into the method's folder (mv {old / version} "
+                    f"{artifact_folder(dataset)}/, and so for each of its files)")
 
     def finish(self, run_params: dict, pipeline: Any, catalog: Any) -> None:
         """Write the run record, then switch the latest list: the run is complete. A failure or a stop before the
@@ -352,22 +406,26 @@ def publish_record(record: dict, catalog: Any, source: str, before_switch: Calla
                    ) -> Path | None:
     """Publish the files a complete run's ``record`` lists (its list, tables and report) as the latest of its
     data source and method (:func:`iclfs.project._latest.publish`)."""
-    files = {name: version_file(dataset, record["wrote"][name]["version"])
+    method = record.get("method") or "iclfs"
+    files = {name: stored_file(dataset, record["wrote"][name]["version"], method)
              for name, dataset in _artifacts(set(record["wrote"]), catalog).items()
-             if str(artifact_folder(dataset).parent.parent.name) in PUBLISHED_LAYERS}
+             if set(artifact_folder(dataset).parts[-4:-1]) & set(PUBLISHED_LAYERS)}
     files[RECORD] = version_file(catalog.get(RECORD), record["run"])
     return publish(data_folder(catalog), source, record["method"], record["run"], files, before_switch=before_switch)
 
 
 def catch_up_latest(catalog: Any, source: str) -> list[str]:
-    """Publish the newest complete run's list of each method where the latest holds an older one: a run killed
-    (``kill -9``) after its record and before its switch is complete, so its list becomes the latest now, before
-    this run compares with it. A run still finishing (its lease held) publishes its own. The versions published."""
+    """Publish the newest complete run's list of this run's method where the latest holds an older one: a run
+    killed (``kill -9``) after its record and before its switch is complete, so its list becomes the latest now,
+    before this run compares with it. A run still finishing (its lease held) publishes its own. The catalog names
+    this method's folder, so another method's run is caught up by that method's next run. The versions
+    published."""
     done, seen = [], set()
     records = Path(str(artifact_folder(catalog.get(RECORD))))
+    own = _method(catalog)
     for record in read_records(catalog.get(RECORD)):
         method = record.get("method") or "iclfs"
-        if "feature_list" not in record.get("wrote", {}) or method in seen:
+        if "feature_list" not in record.get("wrote", {}) or method in seen or method != own:
             continue
         seen.add(method)
         current = current_version(latest_folder(data_folder(catalog), source, method), method)
@@ -392,10 +450,12 @@ def data_folder(catalog: Any) -> Path:
 
 
 def clear_dead_runs(catalog: Any, source: str, own: str | None) -> list[str]:
-    """Remove, from every versioned artifact of ``source``, the versions of runs that died (killed before they
-    could clean up: no run record, no lease held); one line names them. The removed versions."""
+    """Remove, from every versioned artifact of ``source`` and this run's method, the versions of runs that died
+    (killed before they could clean up: no run record, no lease held); one line names them. Another method's
+    folder is cleared by that method's next run. The removed versions."""
     record = catalog.get(RECORD)
     records = Path(str(artifact_folder(record)))
+    method = _method(catalog)
     dead: set[str] = set()
     for name in catalog.keys() if hasattr(catalog, "keys") else catalog.list():
         if name == RECORD or str(name).startswith("params:") or name == "parameters":
@@ -404,7 +464,7 @@ def clear_dead_runs(catalog: Any, source: str, own: str | None) -> list[str]:
             dataset = catalog.get(name)
         except Exception:  # noqa: BLE001  (a factory pattern, or an entry that cannot be built here)
             continue
-        if not isinstance(dataset, VersionedArtifact) or _source(dataset) != source:
+        if not isinstance(dataset, VersionedArtifact) or not _belongs(dataset, source, method):
             continue
         folder = Path(str(artifact_folder(dataset)))
         if hasattr(dataset, "discard"):  # the member history: its versions per method

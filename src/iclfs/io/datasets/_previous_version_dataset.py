@@ -27,17 +27,28 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
     (:func:`iclfs.project._frames.previous_of`). With no earlier version it
     returns an empty DataFrame.
 
+    ``old_layout`` (a filepath) is where the same artifact was stored before
+    each method had a folder of its own
+    (``data/07_model_output/<source>/selections.csv`` for
+    ``data/07_model_output/<source>/<method>/selections.csv``): its versions
+    are read too, each still of its run record's method, so a run after the
+    upgrade holds to the list an earlier version of the project handed on.
+    Nothing there is moved or written; a version in both places is read from
+    ``filepath``.
+
     Example ``catalog.yml`` entry::
 
         previous_selections:
           type: iclfs.io.datasets.PreviousVersionDataset
-          filepath: data/07_model_output/synthetic/selections.csv
+          filepath: data/07_model_output/synthetic/iclfs/selections.csv
+          old_layout: {filepath: data/07_model_output/synthetic/selections.csv}
+          records: {filepath: data/08_reporting/synthetic/run_record.json}
           versioned: true
     """
 
     def __init__(self, *, filepath: str, version: Version | None = None, records: str | dict | None = None,
-                 count: int | None = None, load_args: dict[str, Any] | None = None,
-                 metadata: dict[str, Any] | None = None) -> None:
+                 count: int | None = None, old_layout: str | dict | None = None,
+                 load_args: dict[str, Any] | None = None, metadata: dict[str, Any] | None = None) -> None:
         if count is None:
             count = 1
         if not isinstance(count, int) or count < 1:
@@ -47,6 +58,12 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
         if isinstance(records, dict):  # {filepath: ...}: Kedro makes a filepath absolute, whatever the cwd
             records = records["filepath"]
         self._records = None if records is None else PurePosixPath(get_protocol_and_path(records)[1])
+        if isinstance(old_layout, dict):  # {filepath: ...}, as records
+            old_layout = old_layout["filepath"]
+        self._old_layout = None if old_layout is None else PurePosixPath(get_protocol_and_path(old_layout)[1])
+        if self._old_layout is not None and self._old_layout.name != PurePosixPath(path).name:
+            raise DatasetError(f"PreviousVersionDataset({filepath}): old_layout {old_layout} must name the same file")
+        self._folders: dict[str, PurePosixPath] = {}  # version -> the artifact folder it was read from
         self._load_args = dict(load_args or {})
         self._protocol = protocol
         self._fs = fsspec.filesystem(protocol)
@@ -67,8 +84,12 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
         """``{version: method}`` of every saved version older than this run's, oldest first; the method is its
         run record's (``iclfs`` for a record of an earlier version, which named none)."""
         current = self._version.save if self._version is not None else None
-        pattern = str(self._filepath / "*" / self._filepath.name)
-        found = sorted(PurePosixPath(p).parent.name for p in self._fs.glob(pattern))
+        self._folders = {}
+        for folder in (self._old_layout, self._filepath):  # the method's own folder last: it wins a tie
+            if folder is not None:
+                pattern = str(folder / "*" / folder.name)
+                self._folders.update({PurePosixPath(p).parent.name: folder for p in self._fs.glob(pattern)})
+        found = sorted(self._folders)
         methods = dict.fromkeys(found, "iclfs")
         if self._records is not None:
             methods = {}
@@ -83,14 +104,20 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
                     continue
         return {v: m for v, m in methods.items() if current is None or v < current}
 
+    def folder_of(self, version: str) -> PurePosixPath:
+        """The artifact folder ``version`` is stored in: ``filepath``'s, or the old layout's."""
+        if version not in self._folders:
+            self._methods()
+        return self._folders.get(version, self._filepath)
+
     def _read(self, version: str) -> pd.DataFrame:
         from ._versioned import CSVDataset, JSONDataset
 
-        if self._filepath.suffix == ".json":  # one row, the file's content in "content"
-            content = JSONDataset(filepath=str(self._filepath), version=Version(version, None)).load()
+        folder = self.folder_of(version)
+        if folder.suffix == ".json":  # one row, the file's content in "content"
+            content = JSONDataset(filepath=str(folder), version=Version(version, None)).load()
             return pd.DataFrame({"content": [content]})
-        return CSVDataset(filepath=str(self._filepath), version=Version(version, None),
-                          load_args=self._load_args).load()
+        return CSVDataset(filepath=str(folder), version=Version(version, None), load_args=self._load_args).load()
 
     def load(self) -> pd.DataFrame:
         methods = self._methods()
@@ -109,4 +136,4 @@ class PreviousVersionDataset(AbstractVersionedDataset[None, pd.DataFrame]):
         return self.previous_version() is not None
 
     def _describe(self) -> dict[str, Any]:
-        return {"filepath": self._filepath, "version": self._version}
+        return {"filepath": self._filepath, "old_layout": self._old_layout, "version": self._version}
