@@ -1,7 +1,11 @@
 """The agreement study: do two deployments of the same job agree on their evidence and their lists? (issue 60, item 3)
 
-    python -m benchmarks.agreement run --device cuda --datasets-dir DIR --out results.jsonl --budget-s 420 --workers 4
+    python -m benchmarks.agreement run --device cuda --datasets-dir DIR --out results.jsonl --budget-s 420 --workers 8
     python -m benchmarks.agreement report --results results.jsonl   # writes results/agreement.md
+
+``run`` needs only torch, numpy, scipy, scikit-learn and pandas beside
+``src/`` (``PYTHONPATH=src``): it imports the method core and the table
+reader, never Kedro or MLflow.
 
 **The rule** (fixed in this docstring and committed before any result of
 this study existed).
@@ -905,6 +909,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             parser.error(f"--members {args.members}: complementary pairs need an even count of at least 2")
         if args.refreshes < 1 or args.workers < 1 or args.epochs < 1:
             parser.error("--refreshes, --workers and --epochs are at least 1")
+        if args.device.startswith("cuda"):
+            import torch
+
+            if not torch.cuda.is_available():
+                parser.error(f"--device {args.device}: torch {torch.__version__} sees no CUDA device here")
         unknown = [d for d in args.datasets if not any((Path(f) / f"{d}.mat").is_file() for f in args.data_dirs)]
         if unknown:
             parser.error(f"no .mat file for {', '.join(unknown)} in {', '.join(args.data_dirs)}")
