@@ -32,6 +32,21 @@ within 5 % of ``spin``'s on every table, the lowest worst-case ratio over
 every table and every N; the winner becomes
 :data:`iclfs._threads.DEFAULT_POLICY`.
 
+On a lent machine (only torch, numpy, scipy, scikit-learn and pandas; the
+tables copied into one folder), pinned to two cores; the busy processes
+inherit the pinning, and the cores are counted from the affinity set:
+
+    PYTHONPATH=src taskset -c 0,1 python -m benchmarks.speed --contention --policies spin passive adaptive \
+        --datasets-dir <tables> --estimate-epochs 0 --minutes 8 --cell-seconds 20 \
+        --json build/round2/contention.json --output build/round2/contention.md
+
+``--minutes`` stops it before a cell that may not fit, and the same command
+with ``--resume`` measures the rest (``build/`` is ignored by git, so a warm
+machine keeps it between calls). Its cost, from round one's epochs on this
+project's 2-core machine: about 15 minutes of cells at ``--cell-seconds 20``,
+most of it Prostate_GE's loaded ``spin`` cells (at least a warm-up and two
+epochs each, up to 47 s an epoch); a CPU twice as fast, about 9.
+
 ``--estimate-epochs`` then trains each table quietly under the default policy
 with the progress log on and compares the first estimate it logged
 (:attr:`iclfs.method._progress.Progress.first_estimate`) with the real

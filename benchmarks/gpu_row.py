@@ -1,7 +1,7 @@
 """One GPU's row of the performance report (issue 59, item 5): the whole default fit of ALLAML and of a
 200 x 20,000 table, and the ``fast`` epoch against the GPU's matmul rate.
 
-    python -m benchmarks.gpu_row --device cuda --datasets-dir <folder of ALLAML.mat> --out gpu_row.json
+    PYTHONPATH=src python -m benchmarks.gpu_row --device cuda --datasets-dir <folder of ALLAML.mat> --out gpu_row.json
     python -m benchmarks.gpu_row --device cpu --quick --out /tmp/gpu_row.json   # a smoke test on a tiny table
 
 Framework-free, for a lent machine with only torch, numpy, scipy,

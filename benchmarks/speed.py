@@ -758,12 +758,13 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.contention:
         args.epochs = args.contention_epochs
-        if not output.with_suffix(".json").is_file():  # no speed report there: the section alone
+        report_path = output.with_suffix(".json")
+        # no speed report there (or the JSON beside --output is the cells' own, --json): the section alone
+        if not report_path.is_file() or report_path.resolve() == Path(args.raw).resolve():
             output.parent.mkdir(parents=True, exist_ok=True)
             output.write_text("\n".join(["# Threads on a shared machine", "",
                                           *_contention.render(_contention.run(args))[3:]]) + "\n")
-            print(f"wrote {output} (the contention section alone: {output.with_suffix('.json')} holds no "
-                  "speed report)")
+            print(f"wrote {output}, the contention section alone (no speed report at {report_path} to add it to)")
             return
         report = json.loads(output.with_suffix(".json").read_text())
         report["contention"] = _contention.run(args)

@@ -450,6 +450,14 @@ def test_contention_reads_the_tables_from_datasets_dir_and_writes_where_its_flag
     text = (out / "contention.md").read_text()
     assert text.startswith("# Threads on a shared machine\n\nMeasured on") and "| `adaptive` |" in text
     assert not (out / "contention.json").exists()  # no speed report was there to add to
+    # the cells' JSON beside the section (the same stem): it is not taken for a speed report, on --resume too
+    same = ["--contention", "--tables", "lung_small", "--policies", "spin", "--loads", "1", "--estimate-epochs", "0",
+            "--datasets-dir", str(tables), "--json", str(out / "s.json"), "--output", str(out / "s.md"), "--notes", ""]
+    speed.main(same)
+    speed.main([*same, "--policies", "spin", "adaptive", "--resume"])
+    assert {(r["policy"], r["load"]) for r in json.loads((out / "s.json").read_text())["rows"]} == {
+        ("spin", 0), ("spin", 1), ("adaptive", 0), ("adaptive", 1)}
+    assert "| `adaptive` |" in (out / "s.md").read_text()
     with pytest.raises(SystemExit, match=r"no table at .*Prostate_GE\.mat \(--tables names one of"):
         speed.main(["--contention", "--tables", "Prostate_GE", "--datasets-dir", str(tables),
                     "--json", str(out / "d.json"), "--output", str(out / "d.md")])
