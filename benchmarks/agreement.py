@@ -728,7 +728,8 @@ def render(results: Results, command: str, cpu: Results | None = None, data_dirs
              f"{start.get('workers', '?')} worker process(es) sharing it, {start.get('threads_per_worker', '?')} "
              f"torch thread(s) each, torch {start.get('torch', '?')}), members per refresh up to "
              f"{start.get('members', '?')} at {start.get('epochs', '?')} epochs on complementary half-samples, a "
-             f"budget of {start.get('budget_s', '?')} s.", "", "## What ran", "",
+             f"budget of {start.get('budget_s', '?')} s. M = 1 is one such member a refresh: shown, never chosen "
+             "(`per_run: 1` is one full run, today's default).", "", "## What ran", "",
              "| set | judged | refreshes finished, deployment 42 / 43 | status |", "|---|---|---|---|"]
     for d in datasets:
         got = [len(results.chain(d, dep)) for dep in DEPLOYMENTS]
