@@ -6,7 +6,6 @@ import shutil
 import warnings
 from pathlib import Path
 
-import mlflow
 import yaml
 from kedro.framework.session import KedroSession
 
@@ -33,18 +32,12 @@ def copy_project(root: Path, tracking_uri: str | None = None) -> Path:
 
 
 def run_session(root: Path, session_class: type[KedroSession] = KedroSession, **kwargs) -> None:
-    """One ``session.run(**kwargs)`` in the project at ``root`` (``runtime_params`` go to the session)."""
-    # MLflow keeps the tracking store and the active experiment of an earlier session in this process (another
-    # project's); a session must track into its own project's store, as a fresh process does
-    mlflow.set_tracking_uri(None)
-    mlflow.tracking.fluent._active_experiment_id = None
+    """One ``session.run(**kwargs)`` in the project at ``root`` (``runtime_params`` go to the session).
+
+    Nothing of MLflow is reset between sessions: the tracking companion starts each from its own project's
+    mlflow.yml, whatever an earlier session in this process left (tests/pipelines/test_tracking.py).
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        try:
-            with session_class.create(project_path=root, runtime_params=kwargs.pop("runtime_params", None)) as session:
-                session.run(**kwargs)
-        finally:
-            # a run that failed inside a hook may leave its MLflow run on mlflow's in-process stack; the next
-            # session in this process must not attach to it
-            while mlflow.active_run() is not None:
-                mlflow.end_run()
+        with session_class.create(project_path=root, runtime_params=kwargs.pop("runtime_params", None)) as session:
+            session.run(**kwargs)

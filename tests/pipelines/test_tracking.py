@@ -28,6 +28,7 @@ from iclfs.method._preprocessing import DataValidationError
 from iclfs.project._store import TrackingUnavailableError, opened_alone
 from iclfs.project._tracking import TrackingFailedError
 from tests.pipelines.conftest import mlflow_runs, run_session, versions
+from tests.project_copy import copy_project
 
 pytestmark = pytest.mark.slow
 
@@ -252,3 +253,32 @@ def test_kedro_mlflow_ui_shows_the_projects_store(project):
         stop(ui)
     (run,) = found["runs"]
     assert run["info"]["run_name"].startswith("synthetic · iclfs · ")
+
+
+def test_two_projects_sessions_in_one_process_each_track_into_their_own_store(project, tmp_path):
+    """MLflow exports the store and experiment a session sets (MLFLOW_TRACKING_URI, MLFLOW_EXPERIMENT_ID) and keeps
+    a run left open: the next session, of another project in the same process (a notebook), starts from its own
+    mlflow.yml all the same."""
+    other = tmp_path / "other"
+    local = copy_project(other)
+    for name in ("parameters.yml", "catalog.yml"):
+        (local / name).write_text((project / "conf/local" / name).read_text())
+    conf = yaml.safe_load((local / "mlflow.yml").read_text())
+    conf["tracking"]["experiment"]["name"] = "other"
+    write_mlflow_yml(other, conf)
+    variance = {"selection": {"method": "variance"}}
+
+    run_session(project, runtime_params=variance)
+    (first,) = all_runs(f"sqlite:///{project / 'mlflow.db'}")
+    mlflow.start_run(run_id=first.info.run_id)  # as if the session had left its run open
+    run_session(other, runtime_params=variance)
+    run_session(project, runtime_params=variance)
+
+    assert mlflow.active_run() is None  # the open run was ended: it showed RUNNING, so it is marked FAILED
+    ours = {run.info.run_id: run.info.status for run in all_runs(f"sqlite:///{project / 'mlflow.db'}")}
+    assert len(ours) == 2 and ours.pop(first.info.run_id) == "FAILED" and list(ours.values()) == ["FINISHED"]
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{other / 'mlflow.db'}")
+    assert client.get_experiment_by_name("iclfs") is None  # neither the first project's experiment
+    (theirs,) = client.search_runs([client.get_experiment_by_name("other").experiment_id])
+    (version,) = versions(other, "07_model_output/synthetic/variance/selections.csv")
+    assert theirs.info.status == "FINISHED" and theirs.info.run_name == f"synthetic · variance · {version}"

@@ -129,16 +129,69 @@ def _check_sqlite(uri: str, origin: str) -> None:
         raise refuse(uri, f"cannot be read as a database ({err})", origin) from None
 
 
-def make_experiment(uri: str, experiment: dict) -> None:
+def make_experiment(uri: str, experiment: dict) -> str | None:
     """Make a missing experiment before kedro-mlflow does: of two first runs on a fresh server, the loser carries on
-    (kedro-mlflow would fail it). One with ``create_experiment_kwargs`` is left to kedro-mlflow to make."""
+    (kedro-mlflow would fail it). One with ``create_experiment_kwargs`` is left to kedro-mlflow to make. The
+    experiment's id, where it exists now and is not deleted (kedro-mlflow restores a deleted one)."""
     import mlflow
 
     client = mlflow.MlflowClient(tracking_uri=uri)
-    if not any((experiment.get("create_experiment_kwargs") or {}).values()) and client.get_experiment_by_name(
-            experiment["name"]) is None:
+    found = client.get_experiment_by_name(experiment["name"])
+    if found is None and not any((experiment.get("create_experiment_kwargs") or {}).values()):
         with contextlib.suppress(mlflow.exceptions.MlflowException):
             client.create_experiment(experiment["name"])
+        found = client.get_experiment_by_name(experiment["name"])
+    return found.experiment_id if found is not None and found.lifecycle_stage == "active" else None
+
+
+#: What MLflow exports for subprocesses when a session sets its store and experiment: in one process (a notebook,
+#: the tests), the next session would read them as the user's.
+EXPORTED = ("MLFLOW_TRACKING_URI", "MLFLOW_EXPERIMENT_ID")
+_left: dict[str, tuple[str | None, str | None]] = {}  # {variable: (its value before the session, the value left)}
+SESSION_RUNS: set[str] = set()  # the MLflow runs that sessions of this process started
+
+
+def leave_earlier_session() -> dict[str, str | None]:
+    """Start from the process's MLflow state before any session: a run an earlier session left active is ended
+    (FAILED if it still shows RUNNING), and the variables it left are put back (one the user set since is kept). A run
+    the user started is kept, as kedro-mlflow tracks into it. The variables now, for :func:`note_session`."""
+    import mlflow
+
+    while (run := mlflow.active_run()) is not None and run.info.run_id in SESSION_RUNS:
+        status = "FAILED"
+        with contextlib.suppress(Exception):
+            status = mlflow.MlflowClient().get_run(run.info.run_id).info.status.replace("RUNNING", "FAILED")
+        leave(run.info.run_id, status)
+    for name, (before, left) in _left.items():
+        if os.environ.get(name) != left:
+            continue  # set since, by the user
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+    _left.clear()
+    return {name: os.environ.get(name) for name in EXPORTED}
+
+
+def note_session(before: dict[str, str | None]) -> None:
+    """Note the variables this session's MLflow set (``before``: as they were), for the next session to put back."""
+    _left.update({name: (before[name], os.environ.get(name)) for name in EXPORTED
+                  if os.environ.get(name) != before[name]})
+
+
+def is_active(run_id: str) -> bool:
+    import mlflow
+
+    return (active := mlflow.active_run()) is not None and active.info.run_id == run_id
+
+
+def leave(run_id: str, status: str) -> None:
+    """Leave the run (every time it is on mlflow's stack: nested), writing ``status`` where the store takes it."""
+    import mlflow
+
+    while is_active(run_id):
+        with contextlib.suppress(Exception):  # end_run lets go of the run before it writes its status
+            mlflow.end_run(status)
 
 
 @contextlib.contextmanager

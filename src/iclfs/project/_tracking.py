@@ -23,9 +23,10 @@ from iclfs.method._runtime import ResourceLimitError
 
 from ._resolvers import DataSourceError
 from ._runs import pipelines_run
-from ._store import DEFAULT_URI, TrackingFailedError, check_tracking_store, from_store
+from ._store import DEFAULT_URI, SESSION_RUNS, TrackingFailedError, check_tracking_store, from_store, is_active
 from ._store import TrackingUnavailableError  # noqa: F401  (cli.py names the store's errors from here)
-from ._store import make_experiment, mask_credentials, opened_alone, refuse, tracking_config
+from ._store import leave, leave_earlier_session, make_experiment, mask_credentials, note_session, opened_alone
+from ._store import refuse, tracking_config
 from ._tracked import log_outputs, run_tags
 
 LOGGER = logging.getLogger(__name__)
@@ -44,17 +45,6 @@ def _refused(error: BaseException | None) -> bool:
     return error is not None
 
 
-def _is_active(run_id: str) -> bool:
-    return (active := mlflow.active_run()) is not None and active.info.run_id == run_id
-
-
-def _leave(run_id: str, status: str) -> None:
-    """Leave the run (every time it is on mlflow's stack: nested), writing ``status`` where the store takes it."""
-    while _is_active(run_id):
-        with contextlib.suppress(Exception):  # end_run lets go of the run before it writes its status
-            mlflow.end_run(status)
-
-
 class TrackingHook:
     """kedro-mlflow's companion (module docstring)."""
 
@@ -64,7 +54,9 @@ class TrackingHook:
 
     @hook_impl(wrapper=True)
     def after_context_created(self, context: Any) -> Any:
-        """Check mlflow.yml and the store before kedro-mlflow opens it, and hold a SQLite store while it does."""
+        """Check mlflow.yml and the store before kedro-mlflow opens it, and hold a SQLite store while it does. The
+        session starts from its own mlflow.yml, whatever an earlier session of this process left (:mod:`._store`)."""
+        exported = leave_earlier_session()
         loader = context.config_loader
         loader.config_patterns.setdefault("mlflow", ["mlflow*", "mlflow*/**", "**/mlflow*"])
         config, self._origin = tracking_config(loader)
@@ -74,13 +66,19 @@ class TrackingHook:
         loader["mlflow"] = config  # what kedro-mlflow reads: the store chosen here
         with opened_alone(self._uri):
             try:
-                make_experiment(self._uri, config["tracking"]["experiment"])
+                experiment = make_experiment(self._uri, config["tracking"]["experiment"])
+                if mlflow.active_run() is None:  # else kedro-mlflow tracks into the user's run, as it was opened
+                    mlflow.set_tracking_uri(self._uri)
+                    if experiment is not None:
+                        mlflow.set_experiment(experiment_id=experiment)
                 return (yield)
             except Exception as err:
                 if not from_store(err):
                     raise
                 raise refuse(self._uri, f"could not be opened ({type(err).__name__}: {str(err)[:300]})",
                              self._origin) from None
+            finally:
+                note_session(exported)
 
     @hook_impl(wrapper=True)
     def before_pipeline_run(self, run_params: dict, catalog: Any) -> Any:
@@ -100,6 +98,7 @@ class TrackingHook:
         if (run := mlflow.active_run()) is None:  # tracking is off for this pipeline (disable_tracking)
             return result
         self._run_id = run.info.run_id
+        SESSION_RUNS.add(self._run_id)
         self._method = str(catalog.load("params:selection").get("method", "iclfs"))
         names = pipelines_run(run_params)
         self._benchmark = any(name.startswith("benchmark") for name in names)
@@ -158,10 +157,10 @@ class TrackingHook:
             self._failure, result = self._failure or err, None
         if self._failure is None:
             try:
-                if not _is_active(run_id):  # kedro-mlflow ended it (nested: it may still be on the stack)
+                if not is_active(run_id):  # kedro-mlflow ended it (nested: it may still be on the stack)
                     mlflow.start_run(run_id=run_id)
                 log_outputs(pipeline.all_outputs(), catalog, self._method, self._benchmark)
-                while _is_active(run_id):
+                while is_active(run_id):
                     mlflow.end_run("FINISHED")
             except Exception as err:  # noqa: BLE001  (any store fault: the run is kept, and says so)
                 self._failure = err
@@ -177,7 +176,7 @@ class TrackingHook:
     @staticmethod
     def _mark_failed(run_id: str) -> bool:
         """Mark the run FAILED, again while the store may free up (a locked SQLite file): whether it was written."""
-        _leave(run_id, "FAILED")
+        leave(run_id, "FAILED")
         deadline = time.monotonic() + FAILED_MARK_SECONDS
         while time.monotonic() < deadline:
             try:
@@ -189,7 +188,7 @@ class TrackingHook:
 
     @staticmethod
     def _discard(run_id: str) -> None:
-        _leave(run_id, "FAILED")
+        leave(run_id, "FAILED")
         with contextlib.suppress(Exception):
             mlflow.MlflowClient().delete_run(run_id)
             LOGGER.info("The run was refused: its MLflow run %s is deleted", run_id)
