@@ -1,6 +1,6 @@
-"""Consensus members as separate Dask tasks (docs/guides/scaling.md).
+"""A run's members as separate Dask tasks (docs/guides/scaling.md).
 
-:func:`iclfs.method._members.train_members` trains a consensus's members one
+:func:`iclfs.method._members.train_members` trains a run's members one
 after another. :func:`train_members_on` sends each member to a Dask cluster
 as a task of its own and returns the same members: every member's plan (its
 seed and its samples) is drawn in the caller by

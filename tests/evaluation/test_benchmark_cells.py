@@ -49,16 +49,16 @@ PAPER = "members.per_run=1,training.schedule=paper,members.subsample=1.0"
         ("views.stream=vectorized", "ICLFS"),
         # what does not change the method does not change its name
         ("training.epochs=3,seed=7,selection.k=100,runtime.device=cpu,evaluation.n_runs=2", "ICLFS"),
-        # a consensus is a tag: members x epochs, then what differs from the consensus defaults
+        # several members are a tag: how many, of how many epochs, then what differs from the members defaults
         ("members.per_run=8,members.epochs=20,members.subsample=0.5",
-         "ICLFS [consensus 8x20, 0.5 of samples]"),
+         "ICLFS [8 members of 20 epochs, 0.5 of samples]"),
         ("training.schedule=fast,members.per_run=8,members.epochs=20,members.subsample=0.5",
-         "ICLFS [fast, consensus 8x20, 0.5 of samples]"),
-        ("members.per_run=3,members.epochs=5,members.subsample=1.0", "ICLFS [consensus 3x5]"),
+         "ICLFS [fast, 8 members of 20 epochs, 0.5 of samples]"),
+        ("members.per_run=3,members.epochs=5,members.subsample=1.0", "ICLFS [3 members of 5 epochs]"),
         ("selection.use_lgrc=false,members.per_run=3,members.epochs=5,runtime.precision=bf16",
-         "ICLFS-WL [consensus 3x5, bf16]"),
+         "ICLFS-WL [3 members of 5 epochs, bf16]"),
         ("members.per_run=4,members.epochs=100,members.subsample=1,members.feature_blocks=8",
-         "ICLFS [consensus 4x100, 8 feature blocks]"),
+         "ICLFS [4 members of 100 epochs, 8 feature blocks]"),
         ("members.per_run=1,members.feature_blocks=4", "ICLFS [4 feature blocks]"),
     ],
 )
@@ -68,11 +68,11 @@ def test_method_names_follow_the_papers_ablation_names(changes, name):
 
 
 def test_the_default_is_named_by_what_it_is():
-    """Whatever the default consensus ends up being, its name says fast, and the consensus when there is one."""
+    """Whatever the default members end up being, its name says fast, and the members when there are several."""
     settings = Settings()
     name = method_name(settings)
     assert name.startswith("ICLFS [fast")
-    assert ("consensus" in name) is (settings.members.per_run > 1)
+    assert (" members of " in name) is (settings.members.per_run > 1)
 
 
 @pytest.mark.parametrize(
@@ -82,7 +82,7 @@ def test_the_default_is_named_by_what_it_is():
         ("ICLFS [fast]", "iclfs-fast"),
         ("ICLFS-WLD [fast]", "iclfs-wld-fast"),
         ("ICLFS (h_norm)", "iclfs-h-norm"),
-        ("ICLFS [fast, consensus 8x20, 0.5 of samples]", "iclfs-fast-consensus-8x20-0.5-of-samples"),
+        ("ICLFS [fast, 8 members of 20 epochs, 0.5 of samples]", "iclfs-fast-8-members-of-20-epochs-0.5-of-samples"),
         ("all features", "all-features"),
         ("LS", "ls"),
     ],

@@ -47,8 +47,8 @@ def test_spec_reports_the_default_settings_and_the_papers_run():
     assert spec.seeds == (42, 43, 44) and spec.datasets == ("COIL20", "arcene")
     assert spec.paper_run == "ICLFS [published stream]"  # the literal loop with the published draws
     assert spec.stability_k == 50 and spec.target_points == 2.0
-    consensus = spec_for(Settings().with_overrides("members.per_run=6"), [42], ["COIL20"])
-    assert consensus.default == "ICLFS [fast, consensus 6x25, 0.5 of samples]"
+    members = spec_for(Settings().with_overrides("members.per_run=6"), [42], ["COIL20"])
+    assert members.default == "ICLFS [fast, 6 members of 25 epochs, 0.5 of samples]"
 
 
 def test_spec_for_a_grid_without_50():

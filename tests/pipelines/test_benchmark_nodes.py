@@ -171,16 +171,16 @@ def test_evaluate_iclfs_writes_the_runs_cell(three_clusters):
     assert set(table["schedule"]) == {"paper"} and set(table["device"]) == {"cpu"}
 
 
-def test_a_consensus_cell_counts_every_members_time_and_epochs(three_clusters):
+def test_a_cell_of_several_members_counts_every_members_time_and_epochs(three_clusters):
     X, labels = three_clusters
-    consensus = {"members.per_run": 3, "members.epochs": 2, "members.subsample": 0.5}
-    parameters = _parameters(**consensus)
+    members = {"members.per_run": 3, "members.epochs": 2, "members.subsample": 0.5}
+    parameters = _parameters(**members)
     cells = evaluate_iclfs(X, labels, {"source": "toy.mat"}, _selected(list(range(5))), _history(members=3),
                            parameters)
     [(key, table)] = cells.items()
     name = method_name(Settings.from_parameters(parameters))
-    assert name == "ICLFS [fast, consensus 3x2, 0.5 of samples]"
-    assert key == "iclfs-fast-consensus-3x2-0.5-of-samples/seed_42" and set(table["method"]) == {name}
+    assert name == "ICLFS [fast, 3 members of 2 epochs, 0.5 of samples]"
+    assert key == "iclfs-fast-3-members-of-2-epochs-0.5-of-samples/seed_42" and set(table["method"]) == {name}
     assert (table["seconds"] == 1.5 + 2.5 + 3.0).all() and (table["epochs"] == 6).all()
 
 

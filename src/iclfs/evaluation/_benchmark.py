@@ -39,10 +39,10 @@ def method_name(settings: Settings) -> str:
     decorrelation), ``A`` (no attention), ``R`` (one random-masked view),
     e.g. ``ICLFS-WLD``. A score other than z-norm follows in parentheses.
     Anything else that differs from the paper's run is a tag in brackets:
-    the ``fast`` schedule, a consensus of a run's members (members x epochs,
+    the ``fast`` schedule, a run's several members (how many, their epochs,
     their share of the samples), feature blocks, the published code's random draws, bf16
-    arithmetic: ``ICLFS [fast]``, ``ICLFS [fast, consensus 8x20, 0.5 of samples]``,
-    ``ICLFS [fast, consensus 4x100, 8 feature blocks]``, ``ICLFS [published stream]``.
+    arithmetic: ``ICLFS [fast]``, ``ICLFS [fast, 8 members of 20 epochs, 0.5 of samples]``,
+    ``ICLFS [fast, 4 members of 100 epochs, 8 feature blocks]``, ``ICLFS [published stream]``.
     """
     off = (not settings.selection.use_lgrc, not settings.training.use_decorrelation,
            not settings.training.use_attention, settings.views.positives == "random")
@@ -53,7 +53,7 @@ def method_name(settings: Settings) -> str:
     tags = [settings.training.schedule] if settings.training.schedule != "paper" else []
     members = settings.members
     if members.per_run > 1:
-        tag = f"consensus {members.per_run}x{members.epochs}"
+        tag = f"{members.per_run} members of {members.epochs} epochs"
         if members.subsample < 1:
             tag += f", {members.subsample:g} of samples"
         tags.append(tag)

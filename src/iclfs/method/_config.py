@@ -290,7 +290,7 @@ class SelectionConfig(Section):
 
     SECTION: ClassVar[str] = "selection"
 
-    k: int | str = param(50, k_or_auto, "the size of the list handed on; auto: chosen from the consensus")
+    k: int | str = param(50, k_or_auto, "the size of the list handed on; auto: chosen from the members' agreement")
     k_values: tuple[int, ...] = param([50, 100, 150, 200, 250, 300], k_list,
                                       "every k selected (and evaluated when labels exist)")
     use_lgrc: bool = param(True, boolean, "false: the first k of the ranking (ablation WL)")
@@ -382,7 +382,7 @@ RENAMED = {
 #: Keys of an earlier version that are no longer settings, with the value the method now always uses: the
 #: alternatives lost their studies (docs/members.md), or the value is the paper's. Refused, saying so.
 REMOVED = {
-    "consensus.combine": ("mean_rank", "the mean rank won the consensus study"),
+    "consensus.combine": ("mean_rank", "the mean rank won the study of members"),
     "consensus.laplacian_weight": (0.0, "a run's own members are combined without the Laplacian score; "
                                         "members.laplacian_weight weighs it once members of two runs are kept"),
     "history.rule": ("mean_rank", "the mean rank won the refresh study's first round"),

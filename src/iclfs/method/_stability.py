@@ -1,7 +1,7 @@
 """How much selections agree: the Jaccard index and the stability estimator of Nogueira et al.
 
-Every agreement the package reports is computed here: between the members of
-a consensus, between the seeds of a benchmark cell, between two refreshes of
+Every agreement the package reports is computed here: between a run's
+members, between the seeds of a benchmark cell, between two refreshes of
 a data source and between two deployments.
 
 ``nogueira`` is the estimator of S. Nogueira, K. Sechidis and G. Brown, "On

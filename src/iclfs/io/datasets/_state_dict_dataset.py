@@ -1,4 +1,4 @@
-"""Trained weights: a state dict, or a dict of them (one per consensus member)."""
+"""Trained weights: a state dict, or a dict of them (one per member)."""
 
 from __future__ import annotations
 
