@@ -30,10 +30,10 @@ from iclfs.method._evidence import Evidence, list_evidence
 from iclfs.method._k_choice import KChoice, choose_k
 from iclfs.method._laplacian import laplacian_scores
 from iclfs.method._lgrc import gate
-from iclfs.method._members import MemberTraining, member_samples, member_settings, train_members
+from iclfs.method._members import MemberTraining, largest_network_plan, train_members
 from iclfs.method._preprocessing import DataValidationError, FeatureTable, PreparedData, invert, prepare
 from iclfs.method._ranking import Continuation, Member, MemberHistory, Ranking, rank, start
-from iclfs.method._runtime import plan_training, resolve_device, resolve_precision
+from iclfs.method._runtime import resolve_device, resolve_precision
 
 __all__ = ["ChainResult", "Trained", "as_members", "check_for_data", "check_runtime", "k_values_for", "prepare_checked",
            "run", "train"]
@@ -61,8 +61,9 @@ def check_for_data(settings: Settings, n_samples: int, n_features: int, source: 
     ``selection.k`` above d is refused. Entries of ``selection.k_values``
     above d are dropped from the grid with a warning (the grid explores; k is
     what the user asked for); a grid left empty is refused.
-    ``laplacian.n_neighbors`` must be below n, and the largest network's
-    training plan must fit the device.
+    ``laplacian.n_neighbors`` must be below n, and the training plan of a
+    member's largest network must fit the device
+    (:func:`~iclfs.method._members.largest_network_plan`).
 
     Returns
     -------
@@ -94,12 +95,8 @@ def check_for_data(settings: Settings, n_samples: int, n_features: int, source: 
                              f"expected fewer than the {n_samples} samples")
     if settings.selection.method != "iclfs":
         check_method_for_data(settings, n_samples, options)
-        return grid
-    training, _ = member_settings(n_samples, settings.training, settings.members)
-    largest_block = -(-n_features // blocks)
-    plan = plan_training(largest_block, member_samples(n_samples, settings.members), training, settings.runtime)
-    if settings.runtime.check_memory:
-        plan.check_memory()
+    else:  # planning refuses a network that will not fit the device (runtime.check_memory)
+        largest_network_plan(n_samples, n_features, settings.training, settings.members, settings.runtime)
     return grid
 
 

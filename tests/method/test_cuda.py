@@ -18,12 +18,11 @@ from iclfs.method._model import FeatureAttention
 from iclfs.method._replay import paper_step
 from iclfs.method._runtime import (
     PROCESS_OVERHEAD,
-    attention_kernel_for,
     estimate_training_memory,
     forward_context_for,
     resolve_precision,
 )
-from iclfs.method._training import build_model, fast_step, train
+from iclfs.method._training import build_model, fast_step, plan_training, train
 from iclfs.method._views import generate_views
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -35,8 +34,8 @@ TAU = 0.05
 def _setup(d, n, dtype, seed=0):
     config = TrainingConfig(dropout=0.0)
     torch.manual_seed(seed)
-    model, regime = build_model(n, config, attention_kernel_for(config.schedule, n, CUDA))
-    model = model.to(CUDA, dtype).train()
+    plan = plan_training(d, n, config, RuntimeConfig(device="cuda", check_memory=False))
+    model, regime = build_model(plan, config).to(CUDA, dtype).train(), plan.regime
     A = torch.randn(d, n, generator=torch.Generator().manual_seed(seed + 1), dtype=dtype).to(CUDA)
     views = generate_views(A, ViewConfig(), torch.Generator(device=CUDA).manual_seed(seed + 2))
     return model, regime, A, views
@@ -113,10 +112,10 @@ def test_memory_estimate_covers_a_cuda_training_step(schedule):
     (less its allowance for the interpreter, which lives in host memory)."""
     d, n = 3000, 100
     config = TrainingConfig(schedule=schedule)
-    kernel = attention_kernel_for(schedule, n, CUDA)
+    plan = plan_training(d, n, config, RuntimeConfig(device="cuda", check_memory=False))
+    kernel, regime = plan.attention_kernel, plan.regime
     torch.manual_seed(0)
-    model, regime = build_model(n, config, kernel)
-    model.to(CUDA).train()
+    model = build_model(plan, config).to(CUDA).train()
     A = torch.randn(d, n, device=CUDA)
     optimizer = torch.optim.Adam(model.parameters())
     torch.cuda.synchronize()

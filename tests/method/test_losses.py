@@ -7,7 +7,8 @@ import math
 import pytest
 import torch
 
-from iclfs.method._losses import decorrelation_loss, info_nce_with_negative, loss_block_rows
+from iclfs.method._losses import decorrelation_loss, info_nce_with_negative
+from iclfs.method._runtime import loss_block_rows
 
 
 def unit_rows(Z):

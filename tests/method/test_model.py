@@ -7,7 +7,8 @@ import torch
 from torch import nn
 
 from iclfs.method._attention import _BlockedAttention, blocked_attention
-from iclfs.method._model import REGIMES, FeatureAttention, ICLFSNetwork, select_regime
+from iclfs.method._model import FeatureAttention, ICLFSNetwork
+from iclfs.method._runtime import REGIMES, select_regime
 
 
 KERNEL_CASES = [("fused", None), ("literal", None), ("blocked", None), ("blocked", 1), ("blocked", 3),

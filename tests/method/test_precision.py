@@ -4,6 +4,7 @@ network's passes only (losses and scores stay float32), settings restored."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 
 import numpy as np
@@ -25,7 +26,7 @@ from iclfs.method._runtime import (
     forward_context_for,
     resolve_precision,
 )
-from iclfs.method._training import build_model, fast_step, train
+from iclfs.method._training import build_model, fast_step, plan_training, train
 from iclfs.method._views import generate_views
 
 CPU = torch.device("cpu")
@@ -74,7 +75,8 @@ def test_bf16_forward_passes_stay_close_to_fp32(kernel, step):
     """CPU autocast stands in for CUDA's: the same code path, only slower."""
     config = TrainingConfig(dropout=0.0)
     torch.manual_seed(0)
-    model, _ = build_model(12, config, kernel)
+    planned = plan_training(40, 12, config, RuntimeConfig(device="cpu"))
+    model = build_model(dataclasses.replace(planned, attention_kernel=kernel), config)
     assert model.attention.kernel == kernel
     model.train()
     A = torch.randn(40, 12, generator=torch.Generator().manual_seed(1))

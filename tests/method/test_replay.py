@@ -19,7 +19,7 @@ from iclfs.method._config import RuntimeConfig, TrainingConfig, ViewConfig
 from iclfs.method._model import FeatureAttention
 from iclfs.method._replay import published_masks
 from iclfs.method._scores import embed
-from iclfs.method._training import build_model, first_epoch_masks, train
+from iclfs.method._training import build_model, first_epoch_masks, plan_training, train
 from iclfs.method._views import keep_count, pair_counts
 
 CPU = RuntimeConfig(device="cpu", progress=False)
@@ -208,5 +208,5 @@ def test_published_stream_runs_the_fast_schedule_too():
     one = train(A, config, ViewConfig(stream="published"), CPU, seed=3)
     two = train(A, config, ViewConfig(stream="published"), CPU, seed=3)
     assert [r["loss"] for r in one.history] == [r["loss"] for r in two.history]
-    model, _ = build_model(10, config)
+    model = build_model(plan_training(30, 10, config, CPU), config)
     assert set(one.model.state_dict()) == set(model.state_dict())

@@ -11,13 +11,17 @@ import torch.nn.functional as F
 
 from iclfs.method import _training as training_module
 from iclfs.method._config import RuntimeConfig, TrainingConfig, ViewConfig
-from iclfs.method._losses import loss_block_rows
 from iclfs.method._replay import paper_step
 from iclfs.method._runtime import (
     BLOCKED_ATTENTION_MIN_SAMPLES,
+    ResourceLimitError,
     attention_kernel_for,
+    check_memory,
     compute_settings,
+    estimate_training_memory,
+    loss_block_rows,
     resolve_device,
+    select_regime,
 )
 from iclfs.method._scores import embed
 from iclfs.method._training import (
@@ -25,6 +29,7 @@ from iclfs.method._training import (
     build_model,
     fast_step,
     paper_equivalent_momenta,
+    plan_training,
     train,
 )
 from iclfs.method._views import generate_views
@@ -55,8 +60,8 @@ def dense_objective(model, A, views, tau, lam):
 def _setup(d=24, n=10, dtype=torch.float64, seed=0):
     config = TrainingConfig(dropout=0.0)
     torch.manual_seed(seed)
-    model, regime = build_model(n, config)
-    model = model.to(dtype).train()
+    plan = plan_training(d, n, config, CPU)
+    model, regime = build_model(plan, config).to(dtype).train(), plan.regime
     A = torch.randn(d, n, generator=torch.Generator().manual_seed(seed + 1), dtype=dtype)
     views = generate_views(A, ViewConfig(), torch.Generator().manual_seed(seed + 2))
     return model, regime, A, views
@@ -116,8 +121,8 @@ def test_first_epoch_loss_equals_dense_objective():
     result = train(A, config, ViewConfig(), CPU, seed=seed)
 
     torch.manual_seed(seed)
-    model, regime = build_model(n, config)
-    model.train()
+    plan = plan_training(d, n, config, CPU)
+    model, regime = build_model(plan, config).train(), plan.regime
     anchor = torch.as_tensor(A)
     views = generate_views(anchor, ViewConfig(), torch.Generator().manual_seed(seed))
     expected = dense_objective(model, anchor, views, TAU, regime.decorrelation_weight).item()
@@ -154,7 +159,7 @@ def test_train_changes_parameters():
     A = np.random.default_rng(6).normal(size=(d, n)).astype(np.float32)
     config = TrainingConfig(epochs=2)
     torch.manual_seed(4)
-    initial, _ = build_model(n, config)
+    initial = build_model(plan_training(d, n, config, CPU), config)
     result = train(A, config, ViewConfig(), CPU, seed=4)
     before = dict(initial.named_parameters())
     changed = [not torch.equal(before[k], p.detach()) for k, p in result.model.named_parameters()]
@@ -181,8 +186,7 @@ def test_embed_restores_mode_and_is_eval():
     d, n = 10, 6
     config = TrainingConfig()
     torch.manual_seed(0)
-    model, _ = build_model(n, config)
-    model.train()
+    model = build_model(plan_training(d, n, config, CPU), config).train()
     A = np.random.default_rng(0).normal(size=(d, n)).astype(np.float32)
     h, z = embed(model, A)
     assert model.training
@@ -304,11 +308,6 @@ def test_resolve_device():
 
 
 def test_training_that_cannot_fit_is_refused_with_the_estimate_and_options():
-    import torch
-
-    from iclfs.method._model import select_regime
-    from iclfs.method._runtime import ResourceLimitError, check_memory, estimate_training_memory
-
     regime = select_regime(200)
     paper = estimate_training_memory(50_000, 200, regime, "paper", "literal")
     fast = estimate_training_memory(50_000, 200, regime, "fast", "fused")
@@ -323,11 +322,6 @@ def test_training_that_cannot_fit_is_refused_with_the_estimate_and_options():
 
 def test_many_samples_are_named_as_the_cost_with_the_remedies_that_help():
     """20,000 samples x 50 features: the attention's n x n weights cost it, and the smaller regime does not help."""
-    import torch
-
-    from iclfs.method._model import select_regime
-    from iclfs.method._runtime import ResourceLimitError, check_memory, estimate_training_memory
-
     regime = select_regime(20_000)
     estimate = estimate_training_memory(50, 20_000, regime, "fast", "blocked")
     assert estimate.parameters_bytes > estimate.activations_bytes + estimate.work_bytes
@@ -340,9 +334,6 @@ def test_many_samples_are_named_as_the_cost_with_the_remedies_that_help():
 
 
 def test_memory_estimate_counts_the_loss_block_it_is_given():
-    from iclfs.method._model import select_regime
-    from iclfs.method._runtime import estimate_training_memory
-
     regime = select_regime(200)
     d = 10_000
     default = estimate_training_memory(d, 200, regime, "fast", "fused").work_bytes
@@ -356,9 +347,6 @@ def test_memory_estimate_counts_the_loss_block_it_is_given():
 def test_memory_estimate_counts_the_weights_the_blocked_kernel_keeps(d, kept):
     """Where one block holds all d rows (d = 3000 fits 256 MiB), each of fast's six
     forward passes keeps its d x d weights; at d = 50,000 the blocks are recomputed."""
-    from iclfs.method._model import select_regime
-    from iclfs.method._runtime import estimate_training_memory
-
     regime = select_regime(1500)
     work = estimate_training_memory(d, 1500, regime, "fast", "blocked").work_bytes
     block_and_kept = (3 + 6) * d * d * 4  # the forward's transient block, and the six kept
@@ -369,8 +357,7 @@ def test_one_random_view_paper_and_fast_agree_with_the_dense_objective():
     """WLDAR: L = L_con(random view) + lam L_dec, the same in both schedules."""
     config = TrainingConfig(dropout=0.0)
     torch.manual_seed(0)
-    model, _ = build_model(10, config)
-    model = model.to(torch.float64).train()
+    model = build_model(plan_training(24, 10, config, CPU), config).to(torch.float64).train()
     A = torch.randn(24, 10, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     views = generate_views(A, ViewConfig(positives="random"), torch.Generator().manual_seed(2))
     m_paper, m_fast, m_ref = copy.deepcopy(model), copy.deepcopy(model), copy.deepcopy(model)

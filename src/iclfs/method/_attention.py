@@ -23,6 +23,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from ._runtime import keeps_weights
+
 
 class _BlockedAttention(torch.autograd.Function):
     @staticmethod
@@ -84,25 +86,9 @@ def blocked_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, block_r
         return _BlockedAttention.apply(q, k, v, int(block_rows), keeps_weights(q.shape[0], block_rows))
 
 
-def keeps_weights(rows: int, block_rows: int) -> bool:
-    """Whether :func:`blocked_attention` keeps its weights for the backward pass: when one block holds every row.
-
-    Keeping that block spares the backward pass an (L x L x e) product and an
-    exp over L x L, for memory the block budget already allowed (held longer).
-    The kept weights are the very bits the recomputation would give, so the
-    gradients do not change.
-    """
-    return block_rows >= rows
-
-
 def at_least_float32(t: torch.Tensor) -> torch.Tensor:
     """``t`` in float32, or in its own dtype when that is wider (float64 stays float64)."""
     return t.to(torch.promote_types(t.dtype, torch.float32))
-
-
-def rows_per_block(rows: int, budget_bytes: int = 256 * 2**20, itemsize: int = 4) -> int:
-    """The largest block of query rows whose (block x rows) weights fit ``budget_bytes``."""
-    return max(1, min(rows, budget_bytes // max(1, rows * itemsize)))
 
 
 def literal_attention(attention: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:

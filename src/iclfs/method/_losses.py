@@ -10,21 +10,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._attention import at_least_float32, rows_per_block
-
-#: Bytes of one block of InfoNCE logits, by device type. On CPU a block of
-#: about 2 MiB stays in cache through the half-dozen elementwise passes over
-#: it, where blocks of hundreds of MiB stream through main memory on each pass
-#: (whole ``fast`` epochs 12-13 % faster on arcene and Prostate_GE,
-#: docs/guides/performance.md); on CUDA large blocks mean fewer kernel launches.
-LOSS_BLOCK_BYTES = {"cpu": 2 * 2**20}
-DEFAULT_LOSS_BLOCK_BYTES = 256 * 2**20
-
-
-def loss_block_rows(rows: int, device: torch.device | str) -> int:
-    """Rows of the (rows x rows) InfoNCE logits formed at a time on ``device``."""
-    budget = LOSS_BLOCK_BYTES.get(torch.device(device).type, DEFAULT_LOSS_BLOCK_BYTES)
-    return rows_per_block(rows, budget)
+from ._attention import at_least_float32
+from ._runtime import loss_block_rows
 
 
 def unit_rows(*embeddings: torch.Tensor) -> list[torch.Tensor]:
@@ -108,7 +95,7 @@ def info_nce_with_negative(
         tau.
     block_rows : int or None, default=None
         Rows of the (d, d) logits formed at a time, in both passes;
-        None picks :func:`loss_block_rows` for the embeddings' device.
+        None picks :func:`~iclfs.method._runtime.loss_block_rows` for the embeddings' device.
         The value does not depend on it beyond float rounding.
 
     Returns

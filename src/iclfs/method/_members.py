@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._config import MembersConfig, RuntimeConfig, TrainingConfig, ViewConfig
-from ._model import select_regime
 from ._progress import Progress
+from ._runtime import TrainingPlan, compute_settings, plan_training, select_regime
 from ._scores import embed, feature_scores, rank_score
-from ._training import TrainingResult, train
+from ._training import Trainer, TrainingResult, train
 
 FEATURE_BLOCK_STREAM = 1  # tags the seed stream that deals a member's features into blocks
 
@@ -144,11 +144,29 @@ def member_settings(n_samples: int, training: TrainingConfig, members: MembersCo
     return training.replace(regime=regime), members.epochs
 
 
+def largest_network_plan(n_samples: int, n_features: int, training: TrainingConfig, members: MembersConfig,
+                         runtime: RuntimeConfig) -> TrainingPlan:
+    """The training plan of the largest network a member trains on an (n_samples, n_features) table.
+
+    Its samples are the member's (:func:`member_samples`), its features the
+    largest of ``members.feature_blocks`` blocks, its regime the whole table's
+    (:func:`member_settings`). The chain plans it before anything is written:
+    with ``runtime.check_memory``, a run whose networks will not fit the
+    device is refused there (:func:`~iclfs.method._runtime.plan_training`).
+    """
+    samples = member_samples(n_samples, members)
+    features = -(-n_features // members.feature_blocks)
+    member_training, _ = member_settings(n_samples, training, members)
+    return plan_training(features, samples, member_training, runtime)
+
+
 def train_member(A: np.ndarray, plan: MemberPlan, training: TrainingConfig, epochs: int, views: ViewConfig,
                  runtime: RuntimeConfig, progress: Progress | None = None) -> MemberTraining:
     """Train one member's networks on its samples and score every feature (eval mode, on those samples).
 
-    The member's scores are the paper's four (method.md §5). With feature
+    Each network is planned once, here, for its shape
+    (:func:`~iclfs.method._runtime.plan_training`), and trained from that
+    plan. The member's scores are the paper's four (method.md §5). With feature
     blocks, each network scores its own block, and the member's score of a
     feature is its rank score within its block (1 = the block's best, 0 = its
     worst): scores of networks trained apart are on scales of their own, so
@@ -160,7 +178,8 @@ def train_member(A: np.ndarray, plan: MemberPlan, training: TrainingConfig, epoc
     results, scores = [], {}
     for features, seed in plan.networks():
         A_block = A_member if features is None else np.ascontiguousarray(A_member[features])
-        result = train(A_block, training, views, runtime, seed, epochs=epochs, progress=progress)
+        network = plan_training(*A_block.shape, training, runtime)
+        result = train(A_block, training, views, runtime, seed, epochs=epochs, progress=progress, plan=network)
         block_scores = feature_scores(*embed(result.model, A_block))
         result.model = result.model.cpu()
         results.append(result)
@@ -214,12 +233,9 @@ def probe_epoch_seconds(A: np.ndarray, training: TrainingConfig, views: ViewConf
     attention's work grow so). Leaves torch's random streams as they were."""
     import torch
 
-    from ._runtime import compute_settings
-    from ._training import Trainer
-
     rows = np.ascontiguousarray(A[:PROBE_FEATURES])
     with torch.random.fork_rng():
-        trainer = Trainer(rows, training, views, runtime.replace(check_memory=False), seed=0)
+        trainer = Trainer(rows, training, views, runtime.replace(check_memory=False), seed=0)  # planned for rows
         with compute_settings(trainer.device, trainer.precision, runtime.num_threads):
             started = time.perf_counter()
             trainer.step()

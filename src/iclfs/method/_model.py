@@ -1,45 +1,16 @@
-"""The network applied to a (d, n) map: attention, encoder, projector (docs/method.md §3)."""
+"""The network applied to a (d, n) map: attention, encoder, projector (docs/method.md §3).
+
+Its layer sizes are a :class:`~iclfs.method._runtime.Regime`, which the training plan chooses.
+"""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._attention import blocked_attention, literal_attention, rows_per_block
-
-
-@dataclass(frozen=True)
-class Regime:
-    """Layer sizes and decorrelation weight of one size regime (docs/method.md §3)."""
-
-    name: str
-    d_e: int
-    d_h: int
-    d_p: int
-    d_z: int
-    decorrelation_weight: float
-
-
-REGIMES: dict[str, Regime] = {
-    "small": Regime("small", d_e=16, d_h=512, d_p=128, d_z=16, decorrelation_weight=0.20),
-    "large": Regime("large", d_e=64, d_h=1440, d_p=2048, d_z=32, decorrelation_weight=0.40),
-}
-
-
-def select_regime(n_samples: int, regime: str = "auto", threshold: int = 1000) -> Regime:
-    """The size regime for ``n_samples``: ``small`` below ``threshold``, else ``large``.
-
-    ``regime`` may force ``"small"`` or ``"large"``; ``"auto"`` decides from n.
-    """
-    if regime == "auto":
-        return REGIMES["small" if n_samples < threshold else "large"]
-    if regime not in REGIMES:
-        raise ValueError(f"regime must be 'auto', 'small' or 'large', got {regime!r}")
-    return REGIMES[regime]
-
+from ._attention import blocked_attention, literal_attention
+from ._runtime import Regime, rows_per_block
 
 ATTENTION_KERNELS = ("fused", "blocked", "literal")
 

@@ -1,12 +1,14 @@
-"""The runtime section: device, precision, threads and memory (``runtime`` parameters).
+"""The training plan and its runtime: regime, device, precision, kernels, threads and memory.
 
 Nothing here changes what the method computes beyond float rounding. It
-resolves the device, chooses the attention kernel and the InfoNCE block for
-that device, sets torch's thread count and TF32 flags for one run, and
-estimates the memory an epoch needs so that a run that cannot fit stops
-before it starts. :func:`plan_training` works all of that out once for one
-network, into a :class:`TrainingPlan` that the chain's checks (before any
-artifact is written) and the :class:`~iclfs.method._training.Trainer` share.
+decides a network's size regime, resolves the device, chooses the attention
+kernel and the attention's and InfoNCE's blocks for that device, sets torch's
+thread count and TF32 flags for one run, and estimates the memory an epoch
+needs so that a run that cannot fit stops before it starts.
+:func:`plan_training` works all of that out once for one network, into a
+:class:`TrainingPlan`: the chain's check plans a member's largest network
+before any artifact is written (:func:`~iclfs.method._members.largest_network_plan`),
+and each network's :class:`~iclfs.method._training.Trainer` is built from its plan.
 
 The memory estimate counts the float32 tensors one epoch keeps alive at its peak:
 the anchor map and its views, the activations autograd saves for the forward
@@ -31,10 +33,7 @@ import torch
 
 from iclfs._threads import available_cpus
 
-from ._attention import keeps_weights, rows_per_block
 from ._config import ParameterError, RuntimeConfig, TrainingConfig
-from ._losses import DEFAULT_LOSS_BLOCK_BYTES, loss_block_rows
-from ._model import Regime, select_regime
 
 #: A factory of the context the network's forward passes run in (autocast or nothing).
 ForwardContext = Callable[[], contextlib.AbstractContextManager]
@@ -45,6 +44,68 @@ PROCESS_OVERHEAD = 600 * 2**20  # interpreter, torch, numpy, scipy, kedro
 
 class ResourceLimitError(MemoryError):
     """Raised before training when the estimated memory exceeds what the device has."""
+
+
+@dataclass(frozen=True)
+class Regime:
+    """Layer sizes and decorrelation weight of one size regime (docs/method.md §3)."""
+
+    name: str
+    d_e: int
+    d_h: int
+    d_p: int
+    d_z: int
+    decorrelation_weight: float
+
+
+REGIMES: dict[str, Regime] = {
+    "small": Regime("small", d_e=16, d_h=512, d_p=128, d_z=16, decorrelation_weight=0.20),
+    "large": Regime("large", d_e=64, d_h=1440, d_p=2048, d_z=32, decorrelation_weight=0.40),
+}
+
+
+def select_regime(n_samples: int, regime: str = "auto", threshold: int = 1000) -> Regime:
+    """The size regime for ``n_samples``: ``small`` below ``threshold``, else ``large``.
+
+    ``regime`` may force ``"small"`` or ``"large"``; ``"auto"`` decides from n.
+    """
+    if regime == "auto":
+        return REGIMES["small" if n_samples < threshold else "large"]
+    if regime not in REGIMES:
+        raise ValueError(f"regime must be 'auto', 'small' or 'large', got {regime!r}")
+    return REGIMES[regime]
+
+
+#: Bytes of one block of InfoNCE logits, by device type. On CPU a block of
+#: about 2 MiB stays in cache through the half-dozen elementwise passes over
+#: it, where blocks of hundreds of MiB stream through main memory on each pass
+#: (whole ``fast`` epochs 12-13 % faster on arcene and Prostate_GE,
+#: docs/guides/performance.md); on CUDA large blocks mean fewer kernel launches.
+LOSS_BLOCK_BYTES = {"cpu": 2 * 2**20}
+DEFAULT_LOSS_BLOCK_BYTES = 256 * 2**20
+
+
+def rows_per_block(rows: int, budget_bytes: int = 256 * 2**20, itemsize: int = 4) -> int:
+    """The largest block of query rows whose (block x rows) weights fit ``budget_bytes``."""
+    return max(1, min(rows, budget_bytes // max(1, rows * itemsize)))
+
+
+def keeps_weights(rows: int, block_rows: int) -> bool:
+    """Whether :func:`~iclfs.method._attention.blocked_attention` keeps its weights for the backward pass: when
+    one block holds every row.
+
+    Keeping that block spares the backward pass an (L x L x e) product and an
+    exp over L x L, for memory the block budget already allowed (held longer).
+    The kept weights are the very bits the recomputation would give, so the
+    gradients do not change.
+    """
+    return block_rows >= rows
+
+
+def loss_block_rows(rows: int, device: torch.device | str) -> int:
+    """Rows of the (rows x rows) InfoNCE logits formed at a time on ``device``."""
+    budget = LOSS_BLOCK_BYTES.get(torch.device(device).type, DEFAULT_LOSS_BLOCK_BYTES)
+    return rows_per_block(rows, budget)
 
 
 @dataclass(frozen=True)
@@ -70,8 +131,7 @@ def estimate_training_memory(
     """Peak bytes of one training epoch on a (d, n) map (float32).
 
     ``loss_block_rows`` is the rows of InfoNCE logits ``fast`` forms at a time
-    (:func:`iclfs.method._losses.loss_block_rows`); None counts the largest
-    default block, 256 MiB.
+    (:func:`loss_block_rows`); None counts the largest default block, 256 MiB.
     """
     per_forward = d * (
         (6 * n if use_attention else 0) + n + 4 * regime.d_e + 2 * regime.d_h + 6 * regime.d_p + 2 * regime.d_z
@@ -315,7 +375,11 @@ def denormals_flushed(device: torch.device) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class TrainingPlan:
-    """Where and how one network trains, worked out once before it is built.
+    """Where and how one network trains, worked out once before it is built (:func:`plan_training`).
+
+    The chain's check plans a member's largest network before anything is
+    written; each member plans each of its networks once, and its
+    :class:`~iclfs.method._training.Trainer` is built from that plan.
 
     Attributes
     ----------
@@ -354,16 +418,14 @@ class TrainingPlan:
         """The attention kernel that runs: the planned one, or ``none`` without attention."""
         return self.attention_kernel if self.use_attention else "none"
 
-    def check_memory(self, limit: int | None = None) -> None:
-        """Raise :class:`ResourceLimitError` when one epoch will not fit the device (:func:`check_memory`)."""
-        check_memory(self.memory, self.device, self.d, self.n, self.regime, self.schedule, limit)
-
 
 def plan_training(d: int, n: int, training: TrainingConfig, runtime: RuntimeConfig) -> TrainingPlan:
     """The plan of one network on a (d, n) map: device, precision, layer sizes, kernels and memory.
 
     Raises ``ValueError`` for a device that is not here or a precision it
-    cannot run; allocates nothing.
+    cannot run, and, with ``runtime.check_memory``, :class:`ResourceLimitError`
+    when one epoch will not fit the device (:func:`check_memory`); allocates
+    nothing.
     """
     device = resolve_device(runtime.device)
     precision = resolve_precision(runtime.precision, training.schedule, device)
@@ -371,5 +433,7 @@ def plan_training(d: int, n: int, training: TrainingConfig, runtime: RuntimeConf
     kernel = attention_kernel_for(training.schedule, n, device)
     rows = None if training.schedule == "paper" else loss_block_rows(d, device)
     memory = estimate_training_memory(d, n, regime, training.schedule, kernel, training.use_attention, rows)
+    if runtime.check_memory:
+        check_memory(memory, device, d, n, regime, training.schedule)
     return TrainingPlan(d, n, training.schedule, device, precision, regime, kernel, training.use_attention, rows,
                         memory)

@@ -31,10 +31,10 @@ import torch
 
 from ._config import RuntimeConfig, TrainingConfig, ViewConfig
 from ._losses import decorrelation_loss, info_nce_with_negative
-from ._model import ICLFSNetwork, Regime, select_regime
+from ._model import ICLFSNetwork
 from ._progress import Progress
 from ._replay import paper_step, published_masks
-from ._runtime import ForwardContext, attention_kernel_for, compute_settings, forward_context_for, plan_training
+from ._runtime import ForwardContext, Regime, TrainingPlan, compute_settings, forward_context_for, plan_training
 from ._scores import embed
 from ._views import ViewMasks, Views, apply_masks, generate_masks, generate_views
 
@@ -54,18 +54,11 @@ class TrainingResult:
     seconds: float = 0.0  # wall time of the whole run: building the network, every epoch
 
 
-def build_model(n_samples: int, training: TrainingConfig,
-                attention_kernel: str = "fused") -> tuple[ICLFSNetwork, Regime]:
-    """The network for maps with ``n_samples`` columns, sized by its regime (docs/method.md §3)."""
-    regime = select_regime(n_samples, training.regime)
-    model = ICLFSNetwork(
-        n_samples,
-        regime,
-        dropout=training.dropout,
-        use_attention=training.use_attention,
-        attention_kernel=attention_kernel,
-    )
-    return model, regime
+def build_model(plan: TrainingPlan, training: TrainingConfig) -> ICLFSNetwork:
+    """The network a plan describes: ``plan.n`` columns, its regime's layer sizes, its attention kernel
+    (docs/method.md §3), with ``training``'s dropout."""
+    return ICLFSNetwork(plan.n, plan.regime, dropout=training.dropout, use_attention=plan.use_attention,
+                        attention_kernel=plan.attention_kernel)
 
 
 def decorrelation_weight(training: TrainingConfig, regime: Regime) -> float:
@@ -161,30 +154,32 @@ class Trainer:
         Defaults when None.
     seed : int
         Seeds the weights, the dropout and the views.
+    plan : TrainingPlan, optional
+        This network's plan (device, precision, regime, kernels, memory), as
+        its member made it (:func:`~iclfs.method._members.train_member`);
+        planned here for ``A``'s shape from ``training`` and ``runtime`` when
+        None (a lone network, as the speed benchmark trains).
 
-    The device, precision, kernels and memory come from one
-    :class:`~iclfs.method._runtime.TrainingPlan` (:attr:`plan`). The thread
-    count and TF32 flags are the caller's to set around the steps
+    The thread count and TF32 flags are the caller's to set around the steps
     (:func:`iclfs.method._runtime.compute_settings`), as :func:`train` does.
     """
 
     def __init__(self, A: np.ndarray | torch.Tensor, training: TrainingConfig | None = None,
-                 views: ViewConfig | None = None, runtime: RuntimeConfig | None = None, seed: int = 42) -> None:
+                 views: ViewConfig | None = None, runtime: RuntimeConfig | None = None, seed: int = 42,
+                 plan: TrainingPlan | None = None) -> None:
         self.training = training = training or TrainingConfig()
         self.views = views or ViewConfig()
         self.runtime = runtime = runtime or RuntimeConfig()
         d, n = A.shape
-        self.plan = plan = plan_training(d, n, training, runtime)
-        self.device, self.precision = plan.device, plan.precision
+        self.plan = plan = plan or plan_training(d, n, training, runtime)
+        if (d, n) != (plan.d, plan.n):
+            raise ValueError(f"the training plan is for a ({plan.d}, {plan.n}) map, but the map is ({d}, {n})")
+        self.device, self.precision, self.regime = plan.device, plan.precision, plan.regime
+        self.attention_kernel, self.loss_block_rows = plan.kernel_used, plan.loss_block_rows
         torch.manual_seed(seed)
         self.anchor = torch.as_tensor(A, dtype=torch.float32, device=plan.device)
-        self.model, self.regime = build_model(n, training, plan.attention_kernel)
-        self.attention_kernel = plan.kernel_used
-        self.loss_block_rows = plan.loss_block_rows
-        if runtime.check_memory:
-            plan.check_memory()
-        self.model.to(plan.device).train()
-        self.lam = decorrelation_weight(training, self.regime)
+        self.model = build_model(plan, training).to(plan.device).train()
+        self.lam = decorrelation_weight(training, plan.regime)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=training.learning_rate,
                                           weight_decay=training.weight_decay)
         self.generator = torch.Generator(device=plan.device).manual_seed(seed)
@@ -207,12 +202,12 @@ class Trainer:
         started = time.perf_counter()
         views = self.draw_views()
         self.optimizer.zero_grad(set_to_none=True)
-        if self.training.schedule == "paper":
-            losses = paper_step(self.model, self.anchor, views, self.training.temperature, self.lam,
-                                self.forward_context)
-        else:
+        if self.plan.schedule == "fast":
             losses = fast_step(self.model, self.anchor, views, self.training.temperature, self.lam,
                                self.loss_block_rows, self.forward_context)
+        else:
+            losses = paper_step(self.model, self.anchor, views, self.training.temperature, self.lam,
+                                self.forward_context)
         self.optimizer.step()
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
@@ -231,6 +226,7 @@ def train(
     *,
     epochs: int | None = None,
     progress: Progress | None = None,
+    plan: TrainingPlan | None = None,
 ) -> TrainingResult:
     """Train one ICLFS network on the inverted map ``A`` of shape (d, n).
 
@@ -247,6 +243,8 @@ def train(
     progress : Progress, optional
         Counts this network's epochs (a run's members share one); else its own, logging when
         ``runtime.progress``.
+    plan : TrainingPlan, optional
+        The network's plan (:class:`Trainer`); planned for ``A``'s shape when None.
 
     Returns
     -------
@@ -257,7 +255,7 @@ def train(
     """
     started = time.perf_counter()
     runtime = runtime or RuntimeConfig()
-    trainer = Trainer(A, training, views, runtime, seed)
+    trainer = Trainer(A, training, views, runtime, seed, plan)
     epochs = trainer.training.epochs if epochs is None else int(epochs)
     d, n = trainer.anchor.shape
     if progress is None:
@@ -295,7 +293,7 @@ def warm_up(trainer: Trainer, threads: int) -> None:
     if trainer.device.type != "cpu" or threads < 2 or key in _WARM:
         return
     with torch.random.fork_rng(devices=[]):
-        spare = Trainer(trainer.anchor, trainer.training, trainer.views, trainer.runtime, seed=0)
+        spare = Trainer(trainer.anchor, trainer.training, trainer.views, trainer.runtime, seed=0, plan=trainer.plan)
         spare.step()
         embed(spare.model, trainer.anchor)
     _WARM.add(key)
@@ -316,5 +314,5 @@ def first_epoch_masks(A: np.ndarray | torch.Tensor, training: TrainingConfig | N
         return generate_masks(d, n, views, torch.Generator(device="cpu").manual_seed(seed), "cpu")
     with torch.random.fork_rng(devices=[]):
         torch.random.default_generator.manual_seed(seed)  # the Trainer's torch.manual_seed, on CPU only
-        build_model(n, training, attention_kernel_for(training.schedule, n, "cpu"))
+        build_model(plan_training(d, n, training, RuntimeConfig(device="cpu", check_memory=False)), training)
         return published_masks(d, n, views)
