@@ -235,7 +235,8 @@ def probe_epoch_seconds(A: np.ndarray, training: TrainingConfig, views: ViewConf
 
     rows = np.ascontiguousarray(A[:PROBE_FEATURES])
     with torch.random.fork_rng():
-        trainer = Trainer(rows, training, views, runtime.replace(check_memory=False), seed=0)  # planned for rows
+        # a lone network on the probed rows, which its Trainer plans: never refused for memory
+        trainer = Trainer(rows, training, views, runtime.replace(check_memory=False), seed=0)
         with compute_settings(trainer.device, trainer.precision, runtime.num_threads):
             started = time.perf_counter()
             trainer.step()
