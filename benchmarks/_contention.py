@@ -32,6 +32,29 @@ within 5 % of ``spin``'s on every table, the lowest worst-case ratio over
 every table and every N; the winner becomes
 :data:`iclfs._threads.DEFAULT_POLICY`.
 
+*Where and how round two is measured (a precision written before any of its
+results on this machine).* The lent machine's run was disturbed (another
+study ran on its other cores) and stopped after 14 of 36 cells: it gives no
+verdict. The round is measured on the project's own 2-core machine with
+every other job stopped, in steps: every candidate's quiet cells on the
+three tables; then ``adaptive``'s loaded cells (N = 1, 2, 4); then
+``spin``'s loaded cells on lung_small only; then ``passive``'s loaded cells
+only if its quiet epoch is within 5 % of ``spin``'s on every table. The
+rule reads such a partial set of cells so:
+
+1. A policy whose quiet epoch is more than 5 % above ``spin``'s on any
+   table is out, whatever its loaded cells. A quiet cell missing (its own or
+   ``spin``'s) leaves it undecided.
+2. Among the policies within 5 %, the winner must have every loaded cell
+   (every table, every N) measured: its worst ratio is then known.
+3. A policy within 5 % whose measured loaded cells already hold a ratio
+   above that worst ratio cannot beat it (its other cells can only raise its
+   worst): it loses without them.
+4. The winner is the complete policy with the lowest worst ratio (an exact
+   tie: the one named first) that every other policy within 5 % either
+   exceeds in full or loses to by 3. Otherwise the rule has no verdict yet,
+   and says which cells it needs.
+
 On a lent machine (only torch, numpy, scipy, scikit-learn and pandas; the
 tables copied into one folder), pinned to two cores; the busy processes
 inherit the pinning, and the cores are counted from the affinity set:
