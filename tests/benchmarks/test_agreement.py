@@ -149,3 +149,20 @@ def test_workers_in_processes_write_what_one_process_writes(tmp_path):
                           for x in lines if x["kind"] == "refresh"}
     assert set(lists[1]) == {(42, 1), (42, 2), (43, 1), (43, 2)}
     assert lists[1] == lists[2]
+
+
+def test_a_chain_is_taken_whole_from_the_run_where_it_went_furthest(tmp_path):
+    def lines(deployment, refreshes, tag):
+        return [json.dumps({"kind": "refresh", "dataset": "ORL", "deployment": deployment, "refresh": r,
+                            "tag": tag, "candidates": []}) for r in refreshes]
+
+    first = tmp_path / "run1.jsonl"
+    second = tmp_path / "run2.jsonl"
+    first.write_text("\n".join([json.dumps({"kind": "start", "refreshes": 3, "datasets": ["ORL"]}),
+                                *lines(42, [1, 2, 3], "a"), *lines(43, [1], "a")]) + "\n")
+    second.write_text("\n".join([json.dumps({"kind": "start", "refreshes": 3, "datasets": ["ORL"]}),
+                                 *lines(42, [1], "b"), *lines(43, [1, 2, 3], "b")]) + "\n")
+    results = study.load([first, second])
+    assert [line["tag"] for line in results.chain("ORL", 42)] == ["a", "a", "a"]  # never run 2's refresh 1
+    assert [line["tag"] for line in results.chain("ORL", 43)] == ["b", "b", "b"]
+    assert results.chain("ORL", 42)[0]["source"] == "run1.jsonl" and results.finished("ORL")
