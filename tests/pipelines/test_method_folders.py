@@ -9,9 +9,10 @@ read for the hold and never moved.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import warnings
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pandas as pd
 import pytest
@@ -154,11 +155,16 @@ def test_two_methods_on_one_source_write_under_their_own_folders_and_each_finds_
                 assert not (data / layer / SOURCE / name).exists()  # nothing in the folder methods share
         assert versions(data / "07_model_output" / SOURCE / method / "feature_list.csv") == [version]
         assert versions(data / "08_reporting" / SOURCE / method / "run_report.html") == [version]
-        # the run record names the method, and every version it wrote is where its method's catalog reads it
+        # (c) the run record names the method, and every version it wrote is where its method's catalog reads
+        # it: a method's artifact in the method's folder, the table's in the source's
+        catalog = catalog_of(project / "conf", {"data_source": SOURCE, "selection": {"method": method}})
+        assert {"feature_list", "selections", "run_report", "feature_ranking"} <= set(record["wrote"])
         for name, entry in record["wrote"].items():
-            homes = list(data.glob(f"*/{SOURCE}/{method}/*/{entry['version']}")) + \
-                list(data.glob(f"*/{SOURCE}/*/{entry['version']}"))
-            assert homes, name
+            filepath = PurePosixPath(catalog[name]["filepath"])
+            layer = filepath.parts[1]
+            assert filepath.parent == (PurePosixPath("data", layer, SOURCE, method) if layer in METHOD_LAYERS
+                                       else PurePosixPath("data", layer, SOURCE)), name
+            assert (project / filepath / entry["version"] / filepath.name).is_file(), name
         # (c) the latest switch publishes the method's own files: the same file, hard-linked
         latest = data / "latest" / SOURCE / method / "feature_list.csv"
         stored = data / "07_model_output" / SOURCE / method / "feature_list.csv" / version / "feature_list.csv"
@@ -220,8 +226,16 @@ def test_a_store_written_before_method_folders_is_read_for_the_hold_and_left_whe
     assert "stored it before each method had a folder" in refused.output
     assert "Run kedro run --pipelines select once" in refused.output
 
+    # as if the old run had been stopped after its record and before its switch: the next run publishes it first,
+    # from where it lies
+    shutil.rmtree(data / "latest" / SOURCE)
     select(project, "iclfs")  # the first run after the upgrade
     new = records(project)[-1]["run"]
+    caught_up = data / "latest" / SOURCE / ".iclfs" / old
+    stored = data / "07_model_output" / SOURCE / "feature_list.csv" / old / "feature_list.csv"
+    assert (caught_up / "feature_list.csv").stat().st_ino == stored.stat().st_ino
+    assert (caught_up / "run_report.html").is_file()
+    assert Path(os.readlink(data / "latest" / SOURCE / "iclfs")) == Path(".iclfs") / new  # then this run's
     stability = json.loads((data / "08_reporting" / SOURCE / "iclfs" / "selection_stability.json" / new
                             / "selection_stability.json").read_text())
     assert stability["previous_version"] == old  # the hold's previous list, from the old layout
