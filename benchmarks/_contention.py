@@ -55,20 +55,31 @@ rule reads such a partial set of cells so:
    exceeds in full or loses to by 3. Otherwise the rule has no verdict yet,
    and says which cells it needs.
 
-On a lent machine (only torch, numpy, scipy, scikit-learn and pandas; the
-tables copied into one folder), pinned to two cores; the busy processes
-inherit the pinning, and the cores are counted from the affinity set:
+Round two's steps, as the commands that run them on the project's 2-core
+machine with every other job stopped (``/work/briefs/contention_commands.sh``
+holds the same; each step adds to the same JSON, ``--resume``; delete it to
+start over):
 
-    PYTHONPATH=src taskset -c 0,1 python -m benchmarks.speed --contention --policies spin passive adaptive \
-        --datasets-dir <tables> --estimate-epochs 0 --minutes 8 --cell-seconds 20 \
-        --json build/round2/contention.json --output build/round2/contention.md
+    R=benchmarks/results/contention_round2
+    RUN="taskset -c 0,1 .venv/bin/python -m benchmarks.speed --contention --estimate-epochs 0 --resume"
+    OUT="--json $R.json --csv $R.csv --output $R.md --minutes 120 --cell-seconds 60"
+    ALL="lung_small warpPIE10P Prostate_GE"
+    # 1. every candidate's quiet cells on the three tables
+    $RUN $OUT --tables $ALL --policies spin passive adaptive --loads 0
+    # 2. adaptive's loaded cells
+    $RUN $OUT --tables $ALL --policies adaptive --loads 1 2 4
+    # 3. spin's loaded cells on lung_small only (a lower bound on spin's worst ratio)
+    $RUN $OUT --tables lung_small --policies spin --loads 1 2 4
+    # 4. passive's loaded cells, only if its quiet epoch is within 5 % of spin's on every table
+    if .venv/bin/python -m benchmarks.speed --contention-within $R.json passive; then
+        $RUN $OUT --tables $ALL --policies passive --loads 1 2 4
+    fi
+    # the round into performance.md; its winner, if it has one, becomes DEFAULT_POLICY
+    .venv/bin/python -m benchmarks.speed --fold-round2 $R.json --apply-verdict
 
-``--minutes`` stops it before a cell that may not fit, and the same command
-with ``--resume`` measures the rest (``build/`` is ignored by git, so a warm
-machine keeps it between calls). Its cost, from round one's epochs on this
-project's 2-core machine: about 15 minutes of cells at ``--cell-seconds 20``,
-most of it Prostate_GE's loaded ``spin`` cells (at least a warm-up and two
-epochs each, up to 47 s an epoch); a CPU twice as fast, about 9.
+On a lent machine (only torch, numpy, scipy, scikit-learn and pandas) the
+same runs with ``PYTHONPATH=src python``, ``--datasets-dir`` naming the
+folder the tables were copied to.
 
 ``--estimate-epochs`` then trains each table quietly under the default policy
 with the progress log on and compares the first estimate it logged
@@ -218,15 +229,37 @@ def _key(row: dict) -> tuple:
     return row["table"], row["policy"], row["load"]
 
 
-def decide(rows: list[dict], cores: int, policies=_threads.POLICIES) -> dict:
-    """The rule of the module docstring over the measured ``rows`` (one per table, policy and load).
+def decide(rows: list[dict], cores: int, policies=_threads.POLICIES, tables=None, loads=None,
+           order=None) -> dict:
+    """The rule of the module docstring over the measured ``rows`` (one per table, policy and load), read as
+    its round two states for a partial set of cells (a full set reads as round one did).
 
-    Returns ``{"quiet": {policy: {table: seconds}}, "ratios": {policy: {(table, load): ratio}},
-    "worst": {policy: ratio}, "eligible": [...], "winner": name or None, "winner_any": name or None}``:
-    ``winner`` among the reproducible candidates, ``winner_any`` if the thread count may follow the load.
+    Parameters
+    ----------
+    rows : list of dict
+    cores : int
+    policies : dict
+        Every policy by name (whether its thread count follows the load).
+    tables, loads : sequence, optional
+        The round's tables and its N (quiet excluded): default, those of the rows.
+    order : sequence of str, optional
+        The candidates in the order named (an exact tie goes to the first): default, the rows' order.
+
+    Returns
+    -------
+    dict
+        ``quiet`` {policy: {table: seconds}}; ``ratios`` {policy: {(table, N): ratio}}; ``worst`` {policy:
+        its worst measured ratio: the worst ratio once ``complete``, a lower bound before}; ``eligible``
+        (within 5 % quiet on every table), ``out`` (over it on one), ``complete`` (every loaded cell
+        measured); ``winner`` among the policies whose thread count does not follow the load, ``winner_any``
+        among all; ``missing`` {policy: [(table, N), ...]}: the cells the verdict still needs (empty when
+        there is one); ``beaten``: incomplete policies whose measured cells already exceed the winner's worst.
     """
     good = [r for r in rows if "error" not in r]
-    quiet = {}
+    order = list(order or dict.fromkeys(r["policy"] for r in good))
+    tables = list(tables or dict.fromkeys(r["table"] for r in good))
+    loads = sorted(set(loads) - {0}) if loads is not None else sorted({r["load"] for r in good if r["load"]})
+    quiet: dict[str, dict] = {}
     for r in good:
         if r["load"] == 0:
             quiet.setdefault(r["policy"], {})[r["table"]] = r["median_seconds"]
@@ -235,24 +268,84 @@ def decide(rows: list[dict], cores: int, policies=_threads.POLICIES) -> dict:
         if r["load"] and r["table"] in quiet.get(r["policy"], {}):
             bound = quiet[r["policy"]][r["table"]] * (1 + r["load"] / cores)
             ratios.setdefault(r["policy"], {})[(r["table"], r["load"])] = r["median_seconds"] / bound
-    tables = sorted({r["table"] for r in good})
-    loads = sorted({r["load"] for r in good if r["load"]})
-    complete = [p for p in ratios if set(quiet.get(p, {})) == set(tables) and len(ratios[p]) == len(tables) * len(loads)]
-    worst = {p: max(ratios[p].values()) for p in complete}
     today = quiet.get(TODAY, {})
-    eligible = [p for p in complete if today and set(today) == set(tables)
-                and all(quiet[p][t] <= (1 + QUIET_TOLERANCE) * today[t] for t in tables)]
-    reproducible = [p for p in eligible if not policies[p].follow_load]
-    return {"quiet": quiet, "ratios": ratios, "worst": worst, "eligible": eligible,
-            "winner": min(reproducible, key=worst.get) if reproducible else None,
-            "winner_any": min(eligible, key=worst.get) if eligible else None}
+
+    def within(policy: str) -> bool | None:
+        """Within 5 % of today's quiet epoch on every table; None while a quiet cell is missing."""
+        mine = quiet.get(policy, {})
+        over = [t for t in tables if t in mine and t in today and mine[t] > (1 + QUIET_TOLERANCE) * today[t]]
+        if over:
+            return False  # out on one table, whatever the others
+        return None if any(t not in mine or t not in today for t in tables) else True
+
+    needed = [(t, n) for t in tables for n in loads]
+    eligible = [p for p in order if within(p) is True]
+    out = [p for p in order if within(p) is False]
+    # with no loaded cell in the round yet, no policy's worst ratio is known: none is complete
+    complete = [p for p in eligible if needed and all(cell in ratios.get(p, {}) for cell in needed)]
+    worst = {p: max(ratios[p].values()) for p in order if ratios.get(p)}
+    wanted = needed or [(t, n) for t in tables for n in LOADS[1:]]  # the rule's N when none is planned yet
+
+    def verdict(pool: list[str]) -> tuple[str | None, dict, list]:
+        """The winner among ``pool`` (not out), the cells still needed, the policies beaten unmeasured."""
+        full = [p for p in pool if p in complete]
+        missing = {p: [c for c in wanted if c not in ratios.get(p, {})] +
+                   [(t, 0) for t in tables if t not in quiet.get(p, {}) or t not in today]
+                   for p in pool if p not in complete}
+        if not full:
+            return None, missing, []
+        best = min(full, key=lambda p: (worst[p], order.index(p)))
+        beaten = [p for p in missing if worst.get(p, -1.0) > worst[best]]
+        missing = {p: cells for p, cells in missing.items() if p not in beaten}
+        return (None if missing else best), missing, beaten
+
+    pool = [p for p in order if p not in out]
+    winner, missing, beaten = verdict([p for p in pool if not policies[p].follow_load])
+    winner_any, _, _ = verdict(pool)
+    return {"quiet": quiet, "ratios": ratios, "worst": worst, "eligible": eligible, "out": out,
+            "complete": complete, "winner": winner, "winner_any": winner_any, "missing": missing,
+            "beaten": beaten}
+
+
+#: The file whose DEFAULT_POLICY line a verdict sets: the repository's, not an installed copy.
+THREADS_SOURCE = Path(__file__).resolve().parents[1] / "src" / "iclfs" / "_threads.py"
+
+
+def apply_verdict(winner: str, source: Path = THREADS_SOURCE) -> bool:
+    """Make ``winner`` :data:`iclfs._threads.DEFAULT_POLICY`: its line in ``source`` and its value in this
+    process (the report rendered next names it in force). Whether the line changed."""
+    import re
+
+    _threads.policy_named(winner)  # a name the rule could not have picked is refused
+    text = source.read_text()
+    lines = re.findall(r'^DEFAULT_POLICY = "[^"]*"$', text, flags=re.M)
+    if len(lines) != 1:
+        raise SystemExit(f"{source}: expected one line 'DEFAULT_POLICY = \"...\"', found {len(lines)}")
+    line = f'DEFAULT_POLICY = "{winner}"'
+    if lines[0] != line:
+        source.write_text(text.replace(lines[0], line))
+    _threads.DEFAULT_POLICY = winner
+    return lines[0] != line
+
+
+def within_quiet(section: dict, policy: str) -> bool | None:
+    """Whether ``policy``'s quiet epoch is within 5 % of ``spin``'s on every table of ``section`` (None while
+    a quiet cell is missing): the round's step 4 measures ``passive``'s loaded cells only if so."""
+    verdict = section_verdict(section)
+    return True if policy in verdict["eligible"] else False if policy in verdict["out"] else None
+
+
+def section_verdict(section: dict) -> dict:
+    """:func:`decide` over a measured section: its rows, on its tables, loads and policies."""
+    return decide(section["rows"], section["cores"], tables=section.get("tables"), loads=section.get("loads"),
+                  order=section.get("policies"))
 
 
 def render(section: dict, title: str = "## Threads on a shared machine") -> list[str]:
     """The Markdown lines of the speed report's contention section, under ``title`` (its own subsections one
     level below)."""
     rows, cores = section["rows"], section["cores"]
-    verdict = decide(rows, cores)
+    verdict = section_verdict(section)
     env = section["environment"]
     below = "#" * (len(title) - len(title.lstrip("#")) + 1)
     lines = ["", title, "",
@@ -301,16 +394,26 @@ def render(section: dict, title: str = "## Threads on a shared machine") -> list
         quiet = verdict["quiet"].get(policy, {})
         shares = [f"{quiet[t] / today[t] - 1:+.1%}" if t in quiet and t in today else "—" for t in section["tables"]]
         worst = verdict["worst"].get(policy)
-        lines.append(f"| `{policy}` | " + " | ".join(shares) + f" | {'—' if worst is None else f'{worst:.2f}'} | "
-                     f"{'yes' if policy in verdict['eligible'] else 'no'} | "
+        shown = "—" if worst is None else f"{worst:.2f}" if policy in verdict["complete"] or policy in \
+            verdict["out"] else f"≥ {worst:.2f} (in part)"
+        within = "yes" if policy in verdict["eligible"] else "no" if policy in verdict["out"] else "not yet known"
+        lines.append(f"| `{policy}` | " + " | ".join(shares) + f" | {shown} | {within} | "
                      f"{'yes' if _threads.POLICIES[policy].follow_load else 'no'} |")
-    rule = ("**The rule** (fixed before the results, `benchmarks/_contention.py`): among the policies whose quiet "
+    rule = ("**The rule** (fixed before the results, `benchmarks/_contention.py`, which also says how it reads a "
+            "partial set of cells): among the policies whose quiet "
             "epoch is within 5 % of `spin`'s on every table and whose thread count does not follow the load, the "
             "lowest worst-case ratio. ")
     winner, any_load = verdict["winner"], verdict["winner_any"]
+    if verdict["missing"]:
+        needs = "; ".join(f"`{p}` needs " + ", ".join(f"{t} {'quiet' if n == 0 else f'N={n}'}" for t, n in cells)
+                          for p, cells in verdict["missing"].items())
     rule += (f"**Winner: `{winner}`** (worst ratio {verdict['worst'][winner]:.2f})." if winner else
+             f"**No verdict yet**: {needs}." if verdict["missing"] else
              "**No policy qualifies** (none measured in full within 5 % of `spin`'s quiet epoch).")
     lines += ["", rule]
+    for policy in verdict["beaten"] if winner else []:
+        lines += ["", f"`{policy}` loses without its other loaded cells: its measured worst ratio, "
+                      f"{verdict['worst'][policy]:.2f}, already exceeds the winner's."]
     if any_load and any_load != winner:
         lines += ["", f"Were the thread count allowed to follow the load: `{any_load}` (worst ratio "
                       f"{verdict['worst'][any_load]:.2f})."]
@@ -338,11 +441,11 @@ def run(args) -> dict:
     raw = Path(args.raw)
     section = json.loads(raw.read_text()) if args.resume and raw.is_file() else {"rows": []}
     tables = {name: table_path(name, args.datasets_dir) for name in args.tables}
+    loads = sorted({0, *args.loads})  # quiet is always measured; --loads 0 asks for it alone
     missing = [path for path in tables.values() if not path.startswith("synthetic:") and not Path(path).is_file()]
     if missing:
         raise SystemExit(f"no table at {', '.join(missing)} (--tables names one of {', '.join(TABLES)} or a "
                          "path; --datasets-dir the folder of <name>.mat)")
-    loads = [0, *args.loads]
     section |= {"tables": _union(section.get("tables", []), tables),
                 "policies": _union(section.get("policies", []), args.policies),
                 "loads": sorted(set(section.get("loads", [])) | set(loads)),
@@ -404,8 +507,9 @@ def run(args) -> dict:
                 writer.writerow([r["table"], r["policy"], r["load"], r["threads"], r["median_seconds"],
                                  " ".join(f"{s:.4f}" for s in r["epoch_seconds"]), r["load_average"],
                                  r.get("decision") or "", "" if r.get("busy") is None else f"{r['busy']:.2f}"])
-    verdict = decide(section["rows"], section["cores"])
+    verdict = section_verdict(section)
     print(f"rule: winner {verdict['winner']} (worst ratios {json.dumps({p: round(w, 2) for p, w in verdict['worst'].items()})}; "
-          f"within 5 % quiet: {verdict['eligible']}; with a load-following thread count: {verdict['winner_any']}); "
-          f"in force: {_threads.DEFAULT_POLICY}", flush=True)
+          f"within 5 % quiet: {verdict['eligible']}; out: {verdict['out']}; still needed: {verdict['missing']}; "
+          f"with a load-following thread count: {verdict['winner_any']}); in force: {_threads.DEFAULT_POLICY}",
+          flush=True)
     return section

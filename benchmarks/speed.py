@@ -589,7 +589,7 @@ def render_gpu_row(row: dict) -> list[str]:
         f", TF32 {matmul['tf32_gflops'] / 1000:.1f} TFLOP/s" if matmul.get("tf32_gflops") else "")
     lines = ["", f"## One GPU: {row['device']}", "",
              f"Measured {row['date']} with torch {row['torch']} (CUDA {row['cuda']}), Python {row['python']}, in one "
-             "process:", "", "```bash", row["command"], "```", "",
+             "process:", "", "```bash", row["command"], "```", "", *([row["note"], ""] if row.get("note") else []),
              f"The matmul rate, a {matmul['size']} x {matmul['size']} `torch.mm` (best of 10): {rates}. The `fast` "
              "epoch is the median of the timed epochs after a warm-up, in the schedule's precision on this device; "
              "its rate is its counted FLOPs over its time. The whole default fit is `iclfs.chain.run` with the "
@@ -714,6 +714,9 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.
     folding.add_argument("--fold-round2", default=None,
                          help="the second contention round's JSON (--contention --json's, from 2 pinned cores)")
     folding.add_argument("--fold-gpu-row", default=None, help="benchmarks.gpu_row's JSON")
+    folding.add_argument("--apply-verdict", action="store_true",
+                         help="with --fold-round2: the rule's winner becomes iclfs._threads.DEFAULT_POLICY (its line "
+                              "in src/iclfs/_threads.py); no verdict, no change")
     args = parser.parse_args(argv)
     for name, default in (("datasets", DEFAULT_DATASETS), ("sweep_d", SWEEP_D), ("sweep_n", SWEEP_N),
                           ("selection_sizes", SELECTION_SIZES)):
@@ -738,6 +741,11 @@ def main(argv: list[str] | None = None) -> None:
         measure = _contention.cell if argv[0] == "--contention-cell" else _contention.estimate
         print(json.dumps(measure(argv[1], int(argv[2]), *map(float, argv[3:4]))))
         return
+    if argv and argv[0] == "--contention-within":  # exit 0: within 5 % quiet; 1: over it; 2: not yet known
+        within = _contention.within_quiet(json.loads(Path(argv[1]).read_text()), argv[2])
+        print(f"{argv[2]}'s quiet epoch within 5 % of spin's on every table: "
+              f"{'not yet known' if within is None else 'yes' if within else 'no'}")
+        sys.exit(0 if within else 1 if within is False else 2)
     if argv and argv[0] == "--method-worker":
         print(json.dumps(method_worker(*argv[1:5])))
         return
@@ -752,6 +760,17 @@ def main(argv: list[str] | None = None) -> None:
         if not report_path.is_file():
             parser.error(f"--fold-round2 and --fold-gpu-row add to {report_path}, which does not exist")
         report = json.loads(report_path.read_text()) | read_folded(args)
+        if args.apply_verdict:
+            if "contention_round2" not in report:
+                parser.error("--apply-verdict applies round two's verdict: give --fold-round2")
+            verdict = _contention.section_verdict(report["contention_round2"])
+            if verdict["winner"] is None:
+                print(f"round two has no verdict (still needed: {verdict['missing'] or 'none: no policy qualifies'}); "
+                      f"DEFAULT_POLICY stays {_threads.DEFAULT_POLICY!r}")
+            else:
+                changed = _contention.apply_verdict(verdict["winner"])
+                print(f"round two's winner: {verdict['winner']!r}: DEFAULT_POLICY "
+                      f"{'set to it in src/iclfs/_threads.py' if changed else 'was it already'}")
         report_path.write_text(json.dumps(report, indent=2))
         output.write_text(render(report, notes))
         print(f"wrote {output} and {report_path}")

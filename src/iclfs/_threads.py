@@ -122,11 +122,11 @@ POLICIES: dict[str, ThreadPolicy] = {
 #: 0.0-0.1 (with /proc/stat's 1/100 s ticks, 0.1 s on one CPU reads in steps of 0.1): half a CPU lies between.
 BUSY_THRESHOLD = 0.5
 
-#: The policy in force, which ``python -m benchmarks.speed --contention``'s rule picks (its section of
-#: benchmarks/results/performance.md). It picked libgomp's own (``spin``): it is the only policy within 5 % of
-#: today's quiet epoch on all three tables (``passive`` was 67 % slower on lung_small's 0.03 s epoch), though
-#: ``passive`` stays within 1.19x the CPU-share bound beside busy processes where ``spin`` reaches 7x. On a
-#: shared machine set ICLFS_THREAD_POLICY=passive (docs/guides/performance.md).
+#: The policy in force: the winner of the latest round of ``python -m benchmarks.speed --contention``'s rule
+#: (benchmarks/results/performance.md, "Threads on a shared machine", says each round and its verdict;
+#: ``--fold-round2 ... --apply-verdict`` writes round two's winner on this line). Round one kept libgomp's own
+#: (``spin``), the only policy within 5 % of its quiet epoch on all three tables, though ``passive`` stayed
+#: within 1.19x the CPU-share bound beside busy processes where ``spin`` reached 7x.
 DEFAULT_POLICY = "spin"
 
 

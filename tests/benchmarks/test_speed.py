@@ -313,14 +313,55 @@ def test_the_rule_takes_the_lowest_worst_ratio_within_five_percent_of_todays_qui
     assert verdict["winner_any"] == "free-cpus"
 
 
-def test_the_rule_leaves_out_a_policy_not_measured_on_every_table_and_load():
+def test_a_policy_not_measured_in_full_that_could_still_win_leaves_no_verdict_naming_its_cells():
+    """Round two's reading of a partial set: the missing cell could lower nothing, but it may be the only one
+    that is high, so the rule waits for it (a failed cell counts as missing)."""
     from benchmarks import _contention
 
     rows = _contention_rows({"spin": 1.0, "passive": 1.0}, {"spin": [3.0, 4.0, 6.0], "passive": [1.5, 2.0, 3.0]})
     rows = [r for r in rows if not (r["policy"] == "passive" and r["table"] == "b" and r["load"] == 4)]
-    assert _contention.decide(rows, cores=2)["winner"] == "spin"
-    rows.append({"table": "b", "policy": "passive", "load": 4, "error": ["boom"]})
-    assert _contention.decide(rows, cores=2)["winner"] == "spin"
+    for more in ([], [{"table": "b", "policy": "passive", "load": 4, "error": ["boom"]}]):
+        verdict = _contention.decide(rows + more, cores=2, tables=["a", "b"], loads=[0, 1, 2, 4])
+        assert verdict["winner"] is None and verdict["missing"] == {"passive": [("b", 4)]}
+        assert verdict["complete"] == ["spin"] and verdict["eligible"] == ["spin", "passive"]
+
+
+def test_round_two_reads_a_partial_set_out_complete_and_beaten():
+    """The steps of round two: every quiet cell; adaptive's loaded cells; spin's on one table only. spin's
+    measured cells already exceed adaptive's worst, passive's quiet is over 5 %: adaptive wins without them."""
+    from benchmarks import _contention
+
+    quiet = {"spin": 1.0, "passive": 1.3, "adaptive": 1.02}
+    rows = [_cell(t, p, 0, q) for t in ("a", "b", "c") for p, q in quiet.items()]
+    rows += [_cell(t, "adaptive", n, 1.02 * (1 + n / 2) * 1.1) for t in ("a", "b", "c") for n in (1, 2, 4)]
+    rows += [_cell("a", "spin", n, 1.0 * (1 + n / 2) * r) for n, r in ((1, 7.0), (2, 2.6), (4, 4.1))]
+    plan = {"tables": ["a", "b", "c"], "loads": [0, 1, 2, 4], "order": ["spin", "passive", "adaptive"]}
+    verdict = _contention.decide(rows, cores=2, **plan)
+    assert verdict["out"] == ["passive"] and verdict["eligible"] == ["spin", "adaptive"]
+    assert verdict["complete"] == ["adaptive"] and verdict["winner"] == "adaptive"
+    assert verdict["beaten"] == ["spin"] and verdict["worst"]["spin"] == pytest.approx(7.0)
+    assert verdict["worst"]["adaptive"] == pytest.approx(1.1)
+    # spin's measured cells all below adaptive's worst: they could still beat it, so no verdict yet
+    low = [r | {"median_seconds": 1.0 * (1 + r["load"] / 2)} if r["policy"] == "spin" and r["load"] else r
+           for r in rows]
+    verdict = _contention.decide(low, cores=2, **plan)
+    assert verdict["winner"] is None and verdict["beaten"] == []
+    assert verdict["missing"] == {"spin": [(t, n) for t in ("b", "c") for n in (1, 2, 4)]}
+    # over 5 % on one table is out, its other quiet cells missing or not; a quiet cell missing for a policy
+    # within 5 % elsewhere leaves it undecided, and the verdict waits for it
+    partial = [r for r in rows if (r["policy"], r["load"]) != ("passive", 0) or r["table"] == "a"]
+    partial = [r for r in partial if (r["policy"], r["table"], r["load"]) != ("adaptive", "c", 0)]
+    verdict = _contention.decide(partial, cores=2, **plan)
+    assert verdict["out"] == ["passive"] and verdict["eligible"] == ["spin"] and verdict["winner"] is None
+    assert ("c", 0) in verdict["missing"]["adaptive"]
+    section = {"rows": rows, "cores": 2, "tables": plan["tables"], "loads": plan["loads"],
+               "policies": plan["order"], "epochs": 5,
+               "environment": {"date": "d", "load_before": 0.0, "commands": ["python -m benchmarks.speed"]}}
+    text = "\n".join(_contention.render(section, "### Second round"))
+    assert "| `spin` | +0.0% | +0.0% | +0.0% | ≥ 7.00 (in part) | yes | no |" in text
+    assert "| `passive` | +30.0% | +30.0% | +30.0% | — | no | no |" in text
+    assert "**Winner: `adaptive`** (worst ratio 1.10)." in text
+    assert "`spin` loses without its other loaded cells: its measured worst ratio, 7.00, already exceeds" in text
 
 
 def test_the_contention_section_shows_each_cell_its_ratio_and_the_rules_winner():
@@ -512,3 +553,61 @@ def test_a_second_round_and_a_gpu_row_measured_elsewhere_are_folded_into_the_rep
     row.write_text(json.dumps({"device": "x"}))
     with pytest.raises(SystemExit, match=r"gpu_row\.json: lacks matmul, rows, command"):
         speed.main(["--fold-gpu-row", str(row), "--output", str(output), "--notes", ""])
+
+
+def _round_two_section() -> dict:
+    """Round two measured in full: adaptive as quick as spin when quiet, within its share beside busy ones."""
+    rows = _contention_rows({"spin": 1.0, "passive": 1.3, "adaptive": 1.01},
+                            {"spin": [3.0, 4.0, 6.0], "passive": [1.6, 2.1, 3.1], "adaptive": [1.6, 2.1, 3.1]})
+    return {"rows": rows, "cores": 2, "tables": ["a", "b"], "policies": ["spin", "passive", "adaptive"],
+            "loads": [0, 1, 2, 4], "epochs": 5,
+            "environment": {"date": "d", "load_before": 0.1, "commands": ["python -m benchmarks.speed"]}}
+
+
+def test_the_verdict_sets_the_default_policy_line_and_this_process(tmp_path, monkeypatch):
+    from benchmarks import _contention
+    from iclfs import _threads
+
+    monkeypatch.setattr(_threads, "DEFAULT_POLICY", _threads.DEFAULT_POLICY)  # restored after the test
+    source = tmp_path / "_threads.py"
+    source.write_text(_contention.THREADS_SOURCE.read_text())
+    assert _contention.apply_verdict("adaptive", source) is True
+    assert 'DEFAULT_POLICY = "adaptive"' in source.read_text() and _threads.DEFAULT_POLICY == "adaptive"
+    assert source.read_text().count("DEFAULT_POLICY = ") == 1
+    assert _contention.apply_verdict("adaptive", source) is False  # already so
+    with pytest.raises(ValueError, match="names no thread policy"):
+        _contention.apply_verdict("fastest", source)
+
+
+def test_fold_round2_applies_its_verdict_only_when_it_has_one(tmp_path, monkeypatch, capsys):
+    from benchmarks import _contention
+
+    applied = []
+    monkeypatch.setattr(_contention, "apply_verdict", lambda winner: applied.append(winner) or True)
+    output = tmp_path / "performance.md"
+    output.with_suffix(".json").write_text(json.dumps(_report()))
+    round2 = tmp_path / "round2.json"
+    section = _round_two_section()
+    round2.write_text(json.dumps(section))
+    fold = ["--fold-round2", str(round2), "--apply-verdict", "--output", str(output), "--notes", ""]
+    speed.main(fold)
+    assert applied == ["adaptive"] and "round two's winner: 'adaptive'" in capsys.readouterr().out
+    section["rows"] = [r for r in section["rows"] if (r["policy"], r["table"], r["load"]) != ("adaptive", "b", 4)]
+    round2.write_text(json.dumps(section))
+    speed.main(fold)
+    assert applied == ["adaptive"]  # no second call: no verdict
+    assert "round two has no verdict (still needed: {'adaptive': [('b', 4)]})" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("drop", "code"), [(None, 0), ("spin", 2)])
+def test_contention_within_answers_by_its_exit_code(tmp_path, drop, code, capsys):
+    section = _round_two_section()
+    section["rows"] = [r for r in section["rows"] if not (r["policy"] == drop and r["load"] == 0)]
+    raw = tmp_path / "round2.json"
+    raw.write_text(json.dumps(section))
+    with pytest.raises(SystemExit) as stopped:
+        speed.main(["--contention-within", str(raw), "adaptive"])
+    assert stopped.value.code == code
+    with pytest.raises(SystemExit) as stopped:
+        speed.main(["--contention-within", str(raw), "passive"])
+    assert stopped.value.code == (1 if drop is None else 2)
