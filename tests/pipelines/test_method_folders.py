@@ -199,6 +199,22 @@ def test_two_methods_on_one_source_write_under_their_own_folders_and_each_finds_
     assert versions(data / "07_model_output" / SOURCE / "variance" / "feature_list.csv") == [second["run"]]
 
 
+@pytest.mark.slow
+def test_a_run_removes_what_a_killed_run_of_another_method_left_in_its_folder_and_nothing_else(project):
+    select(project, "iclfs")
+    data = project / "data"
+    dead, unknown = "2026-01-01T00.00.00.000Z", "2026-01-02T00.00.00.000Z"
+    variance = data / "07_model_output" / SOURCE / "variance"
+    for version in (dead, unknown):
+        write_list(variance / "feature_list.csv", version, ["g0"])
+        write_list(variance / "selections.csv", version, ["g0"])
+    leases = data / "08_reporting" / SOURCE / "run_record.json" / ".running"
+    (leases / dead).write_text("999999 gone\n")  # a killed variance run's lease, held by no one
+    select(project, "iclfs")  # a run of another method: the source's leases are its to clear
+    assert versions(variance / "feature_list.csv") == versions(variance / "selections.csv") == [unknown]
+    assert not (leases / dead).exists()
+
+
 def to_old_layout(data: Path, method: str) -> dict[Path, bytes]:
     """Put a method's versions where a version before method folders wrote them (as a user's store upgraded
     from it holds them); the files, as they are then."""

@@ -450,9 +450,12 @@ def data_folder(catalog: Any) -> Path:
 
 
 def clear_dead_runs(catalog: Any, source: str, own: str | None) -> list[str]:
-    """Remove, from every versioned artifact of ``source`` and this run's method, the versions of runs that died
-    (killed before they could clean up: no run record, no lease held); one line names them. Another method's
-    folder is cleared by that method's next run. The removed versions."""
+    """Remove, from every versioned artifact of ``source``, the versions of runs that died (killed before they
+    could clean up: no run record, no lease held); one line names them. The removed versions.
+
+    The artifacts are the catalog's (the table's and this run's method's) and the same artifacts in the other
+    methods' folders beside it: the leases are the source's, and a dead lease is let go here, after which a
+    version it left would be nobody's to remove."""
     record = catalog.get(RECORD)
     records = Path(str(artifact_folder(record)))
     method = _method(catalog)
@@ -469,14 +472,15 @@ def clear_dead_runs(catalog: Any, source: str, own: str | None) -> list[str]:
         folder = Path(str(artifact_folder(dataset)))
         if hasattr(dataset, "discard"):  # the member history: its versions per method
             versions = sorted({p.parent.name for p in folder.glob(f"**/{folder.name}") if p.parent != folder})
-        else:
-            versions = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
-        for version in dead_versions(records, versions, own):
-            if hasattr(dataset, "discard"):
+            for version in dead_versions(records, versions, own):
                 dataset.discard(version)
-            else:
-                shutil.rmtree(folder / version, ignore_errors=True)
-            dead.add(version)
+                dead.add(version)
+            continue
+        for artifact in [folder, *_in_other_methods(folder, method)]:
+            versions = sorted(p.name for p in artifact.iterdir() if p.is_dir()) if artifact.is_dir() else []
+            for version in dead_versions(records, versions, own):
+                shutil.rmtree(artifact / version, ignore_errors=True)
+                dead.add(version)
     for lease in (records / RUNNING).glob("*") if (records / RUNNING).is_dir() else []:
         if lease.name != own and state(records, lease.name) == DEAD:  # its holder is gone
             lease.unlink(missing_ok=True)
@@ -484,6 +488,16 @@ def clear_dead_runs(catalog: Any, source: str, own: str | None) -> list[str]:
         LOGGER.warning("Removed what %d run(s) on data source %r left when they were killed (no run record, not "
                        "running): %s", len(dead), source, ", ".join(sorted(dead)))
     return sorted(dead)
+
+
+def _in_other_methods(folder: Path, method: str) -> list[Path]:
+    """The artifact ``folder`` (``data/<layer>/<source>/<method>/<file>``) in the other methods' folders beside
+    ``method``'s; none for the source's own artifacts."""
+    if folder.parent.name != method or not folder.parent.parent.is_dir():
+        return []
+    return [other / folder.name for other in sorted(folder.parent.parent.iterdir())
+            if other.is_dir() and other.name != method and not other.name.startswith(".") and not other.suffix
+            and (other / folder.name).is_dir()]
 
 
 def _method(catalog: Any) -> str:
