@@ -2,7 +2,7 @@
 --contention``).
 
 For each table and each policy of :data:`iclfs._threads.POLICIES` it times
-one ``fast`` epoch (:meth:`iclfs.method._training.Trainer.step`, as training
+one ``fast`` epoch (:meth:`iclfs.method._training.Trainer.train_epoch`, as training
 runs it): quiet, and beside N busy processes (pure-Python loops, one core
 each, started a second before), N in ``--loads``. Each cell is a fresh
 process whose environment names the policy and holds none of the OpenMP
@@ -166,10 +166,10 @@ def cell(source: str, epochs: int, limit: float = float("inf")) -> dict:
     runtime = RuntimeConfig(device="cpu", progress=False, check_memory=False)
     trainer = Trainer(A, TrainingConfig(), ViewConfig(), runtime, seed=0)
     with compute_settings(trainer.device, trainer.precision, runtime.num_threads) as threads:
-        spent = trainer.step()["seconds"]
+        spent = trainer.train_epoch()["seconds"]
         seconds: list[float] = []
         while len(seconds) < epochs and (len(seconds) < 2 or spent < limit):
-            seconds.append(trainer.step()["seconds"])
+            seconds.append(trainer.train_epoch()["seconds"])
             spent += seconds[-1]
     applied = _threads.APPLIED
     return {"policy": applied.policy, "set": applied.set, "decision": applied.decision, "busy": applied.busy,

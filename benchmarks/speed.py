@@ -10,7 +10,7 @@ FLOPs of one epoch (counted by ``torch.utils.flop_counter``) and the achieved
 FLOP/s against this machine's fp32 matmul rate, measured by the ``fast``
 worker itself just before and just after its timed epochs (the higher of the
 two: on a shared machine that rate drifts). Every epoch is
-:meth:`iclfs.method._training.Trainer.step`, what training runs. A synthetic
+:meth:`iclfs.method._training.Trainer.train_epoch`, what training runs. A synthetic
 sweep over d and over n reports time and memory per ``fast`` epoch, and
 ``--selection-sizes`` times the whole default selection (training, every
 member for a consensus, scoring, the Laplacian score, LGRC) on synthetic
@@ -205,7 +205,7 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
     CUDA the first epoch pays for cuBLAS handles and kernel selection, often
     more than a whole epoch, so it is always run and never timed.
 
-    Each epoch is :meth:`iclfs.method._training.Trainer.step`, with training's precision and thread count.
+    Each epoch is :meth:`iclfs.method._training.Trainer.train_epoch`, with training's precision and thread count.
     """
     A = _contention.inverted_map(source)
     d, n = A.shape
@@ -224,13 +224,13 @@ def worker(source: str, schedule: str, epochs: int, device_name: str, count_flop
             matmul_rates.append(matmul_gflops(device))
         warm_up = epochs > 1 or device.type == "cuda"
         for i in range(epochs + warm_up):
-            seconds = trainer.step()["seconds"]
+            seconds = trainer.train_epoch()["seconds"]
             if not warm_up or i > 0:
                 times.append(seconds)
         if count_flops:
             matmul_rates.append(matmul_gflops(device))
             with flop_counter() as counter:
-                trainer.step()
+                trainer.train_epoch()
             flops = counter.get_total_flops()
     result = {
         "source": source,
@@ -301,11 +301,11 @@ def _profile_epoch(source: str) -> dict:
     torch.set_num_threads(1)
     trainer = Trainer(A, TrainingConfig(), ViewConfig(), RuntimeConfig(device="cpu", progress=False,
                                                                        check_memory=False), seed=0)
-    trainer.step()
+    trainer.train_epoch()
     with flop_counter() as counter:
-        trainer.step()
+        trainer.train_epoch()
     flops = counter.get_total_flops()
-    epoch = _cpu_seconds(trainer.step)
+    epoch = _cpu_seconds(trainer.train_epoch)
     a, b = torch.randn(2048, 2048), torch.randn(2048, 2048)
     matmul = 2 * 2048**3 / _cpu_seconds(lambda: a @ b, 5) / 1e9
     q, k, v = (torch.randn(1, 1, d, n, requires_grad=True) for _ in range(3))
@@ -319,14 +319,14 @@ def _profile_epoch(source: str) -> dict:
         torch.nn.functional.scaled_dot_product_attention(q, k, v).backward(grad)
     backward_flops = counter.get_total_flops() - forward_flops
     with profile(activities=[ProfilerActivity.CPU]) as profiler:
-        trainer.step()
+        trainer.train_epoch()
     events = profiler.key_averages()
     total = sum(e.self_cpu_time_total for e in events)
     operators = sorted(((e.key, e.self_cpu_time_total / total, e.count) for e in events), key=lambda r: -r[1])[:12]
     torch.set_num_threads(2)
-    trainer.step()
+    trainer.train_epoch()
     before, cpu = _thread_ticks(), time.process_time()
-    trainer.step()
+    trainer.train_epoch()
     after, cpu = _thread_ticks(), time.process_time() - cpu
     work = sorted((after[t] - before.get(t, 0) for t in after if after[t] > before.get(t, 0)), reverse=True)
     return {"source": source, "d": d, "n": n, "gflop_per_epoch": flops / 1e9, "epoch_cpu_seconds": epoch,

@@ -83,8 +83,8 @@ def test_render_names_the_memory_the_device_reports(device, memory):
 def test_cpu_epochs_are_timed_after_a_warm_up_unless_there_is_one(monkeypatch, epochs, run):
     """On CPU one epoch of the largest sweep takes minutes: a single epoch is timed as it is."""
     calls = []
-    step = speed.Trainer.step
-    monkeypatch.setattr(speed.Trainer, "step", lambda self: calls.append(1) or step(self))
+    step = speed.Trainer.train_epoch
+    monkeypatch.setattr(speed.Trainer, "train_epoch", lambda self: calls.append(1) or step(self))
     result = speed.worker("synthetic:30x8", "fast", epochs, "cpu", False)
     assert len(result["epoch_seconds"]) == epochs and len(calls) == run
 

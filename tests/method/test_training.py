@@ -244,7 +244,7 @@ def _run_trainer(A, training, seed, **overrides):
     for name, value in overrides.items():
         setattr(trainer, name, value)
     with compute_settings(trainer.device, trainer.precision, None):
-        history = [trainer.step() for _ in range(training.epochs)]
+        history = [trainer.train_epoch() for _ in range(training.epochs)]
     trainer.model.eval()
     return trainer, history
 

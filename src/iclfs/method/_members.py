@@ -239,7 +239,7 @@ def probe_epoch_seconds(A: np.ndarray, training: TrainingConfig, views: ViewConf
         trainer = Trainer(rows, training, views, runtime.replace(check_memory=False), seed=0)
         with compute_settings(trainer.device, trainer.precision, runtime.num_threads):
             started = time.perf_counter()
-            trainer.step()
+            trainer.train_epoch()
             seconds = time.perf_counter() - started
     return seconds * (d / len(rows)) ** 2
 

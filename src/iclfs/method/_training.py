@@ -16,8 +16,8 @@ Two schedules give the same objective:
     The paper's literal loop, :func:`iclfs.method._replay.paper_step`.
 
 :class:`Trainer` holds one network's training state and runs one epoch per
-:meth:`Trainer.step`; :func:`train` runs ``training.epochs`` of them. The
-speed benchmark times :meth:`Trainer.step` itself.
+:meth:`Trainer.train_epoch`; :func:`train` runs ``training.epochs`` of them. The
+speed benchmark times :meth:`Trainer.train_epoch` itself.
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ class Trainer:
             return apply_masks(self.anchor, ViewMasks(**{k: m.to(self.device) for k, m in masks.as_dict().items()}))
         return generate_views(self.anchor, self.views, self.generator)
 
-    def step(self) -> dict:
+    def train_epoch(self) -> dict:
         """One epoch: draw the views, accumulate the gradients, one optimizer step.
 
         Returns the epoch's row: ``epoch``, ``loss``, ``contrastive``, ``decorrelation``, ``seconds``.
@@ -264,7 +264,7 @@ def train(
     with compute_settings(trainer.device, trainer.precision, runtime.num_threads) as threads:
         warm_up(trainer, threads)
         for _ in range(epochs):
-            history.append(trainer.step())
+            history.append(trainer.train_epoch())
             progress.update(history[-1]["loss"])
     trainer.model.eval()
     return TrainingResult(trainer.model, trainer.regime, str(trainer.device), trainer.precision, threads,
@@ -294,7 +294,7 @@ def warm_up(trainer: Trainer, threads: int) -> None:
         return
     with torch.random.fork_rng(devices=[]):
         spare = Trainer(trainer.anchor, trainer.training, trainer.views, trainer.runtime, seed=0, plan=trainer.plan)
-        spare.step()
+        spare.train_epoch()
         embed(spare.model, trainer.anchor)
     _WARM.add(key)
 
