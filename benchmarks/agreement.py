@@ -127,6 +127,7 @@ import numpy as np
 
 # Only the method core and the table readers: this runs where numpy, scipy, scikit-learn, pandas and torch are all
 # that is installed (no Kedro, no MLflow; iclfs.chain and iclfs.evaluation import the baselines, which need more).
+from benchmarks._refreshes import refresh_samples, refresh_table
 import iclfs
 from iclfs.io._tables import find_dataset, read_feature_table
 from iclfs.method._config import (LaplacianConfig, MembersConfig, RankingConfig, RuntimeConfig, SelectionConfig,
@@ -152,8 +153,6 @@ SHOWN = ("Isolet",)  # a validation set shown beside the reported ones, not judg
 #: 3.5 s, ORL 50, warpPIE10P 97, Prostate_GE 375, madelon 410, ALLAML 446), Isolet (not judged) last.
 ORDER = ("lung_small", "ORL", "warpPIE10P", "Prostate_GE", "madelon", "ALLAML", "Isolet")
 DEPLOYMENTS = (42, 43)
-KEEP = 0.9  # benchmarks.refresh's: each refresh keeps this share of the samples
-DRAW_STREAM = 2  # benchmarks.refresh's seed stream of a refresh's sample draw
 SEED_STRIDE = 64  # refresh r's plan is seeded member_seed(deployment, 64 r), as benchmarks.evidence's
 REFRESHES = 8
 K = 50
@@ -165,17 +164,6 @@ N_RUNS = 20  # k-means runs per k (method.md §8)
 ONE_RUN = "iclfs-one-run-per-refresh"  # the refresh study's cell folders
 TODAY = "carried-mean-rank-half-life-inf-cap-64-hold-3-carried-laplacian-admit-2-laplacian-weight-0.5-reciprocal-rank"
 CPU_MEMBERS_PER_RUN = 2.0  # rule 4: M members at most twice one run per refresh on one CPU thread
-
-
-def refresh_samples(n_samples: int, deployment: int, refresh: int) -> np.ndarray:
-    """The samples refresh ``refresh`` (from 0) of a deployment sees, ascending: benchmarks.refresh's draw."""
-    rng = np.random.default_rng(np.random.SeedSequence([deployment, refresh, DRAW_STREAM]))
-    return np.sort(rng.choice(n_samples, size=round(KEEP * n_samples), replace=False))
-
-
-def refresh_table(table: FeatureTable, samples: np.ndarray) -> FeatureTable:
-    y = None if table.y is None else np.asarray(table.y)[samples]
-    return FeatureTable(X=np.asarray(table.X)[samples], y=y, feature_names=table.feature_names, source=table.source)
 
 
 def k_grid(n_features: int) -> list[int]:

@@ -162,6 +162,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from benchmarks._refreshes import KEEP, refresh_samples, refresh_table
 from iclfs.baselines._graph import ndfs_scores
 from iclfs.evaluation._benchmark import slug
 from iclfs.evaluation._protocol import best_k, evaluate_selections
@@ -189,8 +190,6 @@ HERE = Path(__file__).resolve().parent
 STORE = "data/08_reporting/benchmark/refresh"  # the members trained here
 PUBLISHED = HERE / "results" / "refresh"  # the published members, the cells and the report beside them
 DATA_DIRS = ("../shared/datasets", "../shared/validation")
-KEEP = 0.9  # each refresh keeps this share of the samples
-DRAW_STREAM = 2  # tags the seed stream of a refresh's sample draw
 DRIFT = "drift"  # the synthetic drift case: its informative features change at DRIFT_AT
 DRIFT_AT = 10
 DEPLOYMENTS = (42, 43)
@@ -318,17 +317,6 @@ def load_table(dataset: str, refresh: int, data_dirs: Sequence[str]) -> FeatureT
         before, after = drift_tables()
         return before if refresh < DRIFT_AT else after
     return read_feature_table(find_dataset(dataset, data_dirs))
-
-
-def refresh_samples(n_samples: int, deployment: int, refresh: int) -> np.ndarray:
-    """The samples refresh ``refresh`` of a deployment seeded ``deployment`` sees, ascending."""
-    rng = np.random.default_rng(np.random.SeedSequence([deployment, refresh, DRAW_STREAM]))
-    return np.sort(rng.choice(n_samples, size=round(KEEP * n_samples), replace=False))
-
-
-def refresh_table(table: FeatureTable, samples: np.ndarray) -> FeatureTable:
-    y = None if table.y is None else np.asarray(table.y)[samples]
-    return FeatureTable(X=np.asarray(table.X)[samples], y=y, feature_names=table.feature_names, source=table.source)
 
 
 def members_path(store: Path, dataset: str, deployment: int) -> Path:

@@ -19,10 +19,7 @@ from iclfs.method._preprocessing import prepare
 from iclfs.method._stability import jaccard
 
 
-def test_the_draws_and_the_grid_are_the_refresh_studys():
-    for n, deployment, r in ((73, 42, 0), (73, 43, 7), (2600, 42, 3)):
-        np.testing.assert_array_equal(study.refresh_samples(n, deployment, r),
-                                      refresh.refresh_samples(n, deployment, r))
+def test_the_grid_is_the_products():
     for d in (60, 120, 325, 7129):
         assert study.k_grid(d) == k_values_for(SelectionConfig(), d)
     assert study.counts_up_to(16) == [1, 4, 16] and study.counts_up_to(2) == [1, 2]
