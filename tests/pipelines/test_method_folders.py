@@ -190,7 +190,14 @@ def test_two_methods_on_one_source_write_under_their_own_folders_and_each_finds_
     assert shown["version"] == first["run"] and shown["method"] == "ICLFS"
     assert f"/iclfs/run_report.html/{first['run']}/" in str(shown["report_path"])
 
-    select(project, "iclfs")  # ICLFS again: its previous list is its own, not variance's newer one
+    (data / "latest" / SOURCE / "variance").unlink()  # as if variance had been stopped before its switch
+    shutil.rmtree(data / "latest" / SOURCE / ".variance")
+
+    select(project, "iclfs")  # ICLFS again: it publishes variance's run first, from variance's folder
+    published = data / "latest" / SOURCE / "variance" / "feature_list.csv"
+    stored = data / "07_model_output" / SOURCE / "variance" / "feature_list.csv" / second["run"] / "feature_list.csv"
+    assert published.stat().st_ino == stored.stat().st_ino
+    # and its previous list is its own, not variance's newer one
     third = records(project)[-1]
     stability = json.loads((data / "08_reporting" / SOURCE / "iclfs" / "selection_stability.json" / third["run"]
                             / "selection_stability.json").read_text())

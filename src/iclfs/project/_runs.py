@@ -79,11 +79,15 @@ def old_layout_folder(dataset: Any, method: str) -> Path | None:
     return folder.parent.parent / folder.name if folder.parent.name == method else None
 
 
-def stored_file(dataset: Any, version: str, method: str) -> Path:
-    """The file of ``version``: in the method's folder, or, for a version written before method folders (and
-    never moved), in the old layout. Nothing is moved."""
-    path = version_file(dataset, version)
-    old = old_layout_folder(dataset, method)
+def stored_file(dataset: Any, version: str, method: str, own: str | None = None) -> Path:
+    """The file of ``version``, written by a run of ``method``: in that method's folder (beside ``own``'s, the
+    folder ``dataset`` names), or, for a version written before method folders (and never moved), in the old
+    layout. Nothing is moved."""
+    folder = Path(str(artifact_folder(dataset)))
+    if own is not None and method != own and folder.parent.name == own:  # the same artifact, the other method's
+        folder = folder.parent.parent / method / folder.name
+    path = folder / version / folder.name
+    old = folder.parent.parent / folder.name if folder.parent.name == method else None
     if not path.exists() and old is not None and (old / version / old.name).exists():
         return old / version / old.name
     return path
@@ -406,8 +410,8 @@ def publish_record(record: dict, catalog: Any, source: str, before_switch: Calla
                    ) -> Path | None:
     """Publish the files a complete run's ``record`` lists (its list, tables and report) as the latest of its
     data source and method (:func:`iclfs.project._latest.publish`)."""
-    method = record.get("method") or "iclfs"
-    files = {name: stored_file(dataset, record["wrote"][name]["version"], method)
+    method, own = record.get("method") or "iclfs", _method(catalog)
+    files = {name: stored_file(dataset, record["wrote"][name]["version"], method, own)
              for name, dataset in _artifacts(set(record["wrote"]), catalog).items()
              if set(artifact_folder(dataset).parts[-4:-1]) & set(PUBLISHED_LAYERS)}
     files[RECORD] = version_file(catalog.get(RECORD), record["run"])
@@ -415,17 +419,15 @@ def publish_record(record: dict, catalog: Any, source: str, before_switch: Calla
 
 
 def catch_up_latest(catalog: Any, source: str) -> list[str]:
-    """Publish the newest complete run's list of this run's method where the latest holds an older one: a run
-    killed (``kill -9``) after its record and before its switch is complete, so its list becomes the latest now,
-    before this run compares with it. A run still finishing (its lease held) publishes its own. The catalog names
-    this method's folder, so another method's run is caught up by that method's next run. The versions
-    published."""
+    """Publish the newest complete run's list of each method where the latest holds an older one: a run killed
+    (``kill -9``) after its record and before its switch is complete, so its list becomes the latest now, before
+    this run compares with it. A run still finishing (its lease held) publishes its own. Each run's files are
+    found in its method's folder (:func:`stored_file`). The versions published."""
     done, seen = [], set()
     records = Path(str(artifact_folder(catalog.get(RECORD))))
-    own = _method(catalog)
     for record in read_records(catalog.get(RECORD)):
         method = record.get("method") or "iclfs"
-        if "feature_list" not in record.get("wrote", {}) or method in seen or method != own:
+        if "feature_list" not in record.get("wrote", {}) or method in seen:
             continue
         seen.add(method)
         current = current_version(latest_folder(data_folder(catalog), source, method), method)
