@@ -169,6 +169,10 @@ def test_two_methods_on_one_source_write_under_their_own_folders_and_each_finds_
         latest = data / "latest" / SOURCE / method / "feature_list.csv"
         stored = data / "07_model_output" / SOURCE / method / "feature_list.csv" / version / "feature_list.csv"
         assert latest.read_bytes() == stored.read_bytes() and latest.stat().st_ino == stored.stat().st_ino
+    # what changed in the table is compared across methods: variance's run with ICLFS's, the run before it
+    changes = json.loads((data / "08_reporting" / SOURCE / "variance" / "table_changes.json" / second["run"]
+                          / "table_changes.json").read_text())
+    assert changes["previous_version"] == first["run"]
     # the other method's run kept ICLFS's member history, in the data source's folder per method
     history = MemberHistoryView(filepath=str(data / "07_model_output" / SOURCE / "member_history.npz"),
                                 data_source=SOURCE).load()
