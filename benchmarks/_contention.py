@@ -1,12 +1,15 @@
 """Epochs on a shared CPU: each thread policy quiet and beside busy processes (``python -m benchmarks.speed
 --contention``).
 
-For each table and each policy of :data:`iclfs._threads.POLICIES` it times
+For each table and each candidate of :data:`benchmarks._policies.CANDIDATES` it times
 one ``fast`` epoch (:meth:`iclfs.method._training.Trainer.train_epoch`, as training
 runs it): quiet, and beside N busy processes (pure-Python loops, one core
 each, started a second before), N in ``--loads``. Each cell is a fresh
-process whose environment names the policy and holds none of the OpenMP
-variables, so the policy is in force before torch loads; the median of
+process whose environment holds none of this process's OpenMP variables:
+it names the policy when the product has it (``iclfs._threads``), else the
+OpenMP variables the candidate decided here right before the cell started,
+the busy processes already running (:func:`benchmarks._policies.start`), so
+the policy is in force before torch loads; the median of
 ``--epochs`` epochs after one warm-up epoch. A result's ratio is its epoch
 against the CPU-share bound: the same policy's quiet epoch x (1 + N / cores),
 what the process would take if it got exactly its share of the cores.
@@ -106,6 +109,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import _policies
 from iclfs import _threads
 
 TABLES = {"lung_small": "../shared/validation/lung_small.mat", "warpPIE10P": "../shared/datasets/warpPIE10P.mat",
@@ -113,8 +117,8 @@ TABLES = {"lung_small": "../shared/validation/lung_small.mat", "warpPIE10P": "..
 LOADS = (0, 1, 2, 4)
 #: Today's default, against which the quiet time is held.
 TODAY = "spin"
-#: The candidates measured by default (every policy of iclfs._threads but the combination, for time).
-CANDIDATES = ("spin", "passive", "short-spin", "brief-spin", "free-cpus")
+#: The candidates measured by default (round one's: every candidate but the combination and adaptive, for time).
+MEASURED = ("spin", "passive", "short-spin", "brief-spin", "free-cpus")
 QUIET_TOLERANCE = 0.05  # a candidate's quiet epoch may be at most 5 % slower than today's
 ESTIMATE_TOLERANCE = 0.25  # the first estimate within 25 % of the real training time (quiet)
 BUSY_LOOP = "while True:\n    pass\n"
@@ -145,11 +149,12 @@ def table_path(name: str, folder: str | None = None) -> str:
     return str(Path(name).resolve())
 
 
-def _clean_environment(policy: str) -> dict[str, str]:
-    """This process's environment without the OpenMP variables, naming ``policy``."""
+def _clean_environment(policy: str, openmp: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without the OpenMP variables, naming the product's ``policy``, with the
+    OpenMP variables ``openmp`` (a candidate's, decided here: the cell's product keeps them as a user's)."""
     env = {k: v for k, v in os.environ.items()
            if k not in (*_threads.POLICY_VARIABLES, _threads.POLICY_VARIABLE, _threads.REPORT_VARIABLE)}
-    return env | {_threads.POLICY_VARIABLE: policy}
+    return env | (openmp or {}) | {_threads.POLICY_VARIABLE: policy}
 
 
 def cell(source: str, epochs: int, limit: float = float("inf")) -> dict:
@@ -172,8 +177,7 @@ def cell(source: str, epochs: int, limit: float = float("inf")) -> dict:
             seconds.append(trainer.train_epoch()["seconds"])
             spent += seconds[-1]
     applied = _threads.APPLIED
-    return {"policy": applied.policy, "set": applied.set, "decision": applied.decision, "busy": applied.busy,
-            "threads": threads, "torch_threads": torch.get_num_threads(),
+    return {"policy": applied.policy, "set": applied.set, "threads": threads, "torch_threads": torch.get_num_threads(),
             "epoch_seconds": seconds, "median_seconds": statistics.median(seconds), "d": A.shape[0], "n": A.shape[1],
             "load_average": os.getloadavg()[0]}
 
@@ -200,25 +204,33 @@ def estimate(source: str, epochs: int) -> dict:
             "load_average": os.getloadavg()[0]}
 
 
-def _in_fresh_process(arguments: list[str], policy: str) -> dict:
+def _in_fresh_process(arguments: list[str], policy: str, openmp: dict[str, str] | None = None) -> dict:
     done = subprocess.run([sys.executable, "-m", "benchmarks.speed", *arguments], capture_output=True, text=True,
-                          env=_clean_environment(policy), cwd=Path(__file__).resolve().parents[1])
+                          env=_clean_environment(policy, openmp), cwd=Path(__file__).resolve().parents[1])
     if done.returncode != 0:
         return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(source: str, policy: str, load: int, epochs: int, limit: float = float("inf")) -> dict:
-    """One cell (:func:`cell`) beside ``load`` busy processes, each stopped after it."""
+def measure(source: str, policy: str, load: int, epochs: int, limit: float = float("inf"),
+            measure_busy=_policies.busy_cpus) -> dict:
+    """One cell (:func:`cell`) of the candidate ``policy`` beside ``load`` busy processes, each stopped after
+    it. The candidate's start is decided here, right before the cell (:func:`benchmarks._policies.start`);
+    the row records what it set, and for a candidate that reads the load its decision and the busy share."""
     busy = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) for _ in range(load)]
     try:
         if busy:
             time.sleep(1.0)  # running before the cell starts, so a policy that reads the load sees them
-        return _in_fresh_process(["--contention-cell", source, str(epochs), str(limit)], policy)
+        start = _policies.start(policy, measure_busy)
+        result = _in_fresh_process(["--contention-cell", source, str(epochs), str(limit)], start.policy,
+                                   start.environment)
     finally:
         for process in busy:
             process.kill()
             process.wait()
+    if "error" not in result:
+        result["set"] = start.environment | result.get("set", {})
+    return result | {"decision": start.decision, "busy": start.busy}
 
 
 def _union(before: list, added) -> list:
@@ -229,7 +241,7 @@ def _key(row: dict) -> tuple:
     return row["table"], row["policy"], row["load"]
 
 
-def decide(rows: list[dict], cores: int, policies=_threads.POLICIES, tables=None, loads=None,
+def decide(rows: list[dict], cores: int, policies=_policies.CANDIDATES, tables=None, loads=None,
            order=None) -> dict:
     """The rule of the module docstring over the measured ``rows`` (one per table, policy and load), read as
     its round two states for a partial set of cells (a full set reads as round one did).
@@ -316,7 +328,10 @@ def apply_verdict(winner: str, source: Path = THREADS_SOURCE) -> bool:
     process (the report rendered next names it in force). Whether the line changed."""
     import re
 
-    _threads.policy_named(winner)  # a name the rule could not have picked is refused
+    if winner not in _threads.POLICIES:  # a candidate that lost its place in the product must come back first
+        raise SystemExit(f"the winner {winner!r} is no policy of the product (iclfs._threads.POLICIES: "
+                         f"{', '.join(_threads.POLICIES)}): move it from benchmarks/_policies.py into "
+                         "src/iclfs/_threads.py, with its tests, before it can be the default")
     text = source.read_text()
     lines = re.findall(r'^DEFAULT_POLICY = "[^"]*"$', text, flags=re.M)
     if len(lines) != 1:
@@ -359,8 +374,8 @@ def render(section: dict, title: str = "## Threads on a shared machine") -> list
              "```bash", *env["commands"], "```", "",
              "The epoch's median, quiet and beside N busy processes (pure-Python loops); in brackets its ratio "
              "to the CPU-share bound, the policy's quiet epoch x (1 + N / cores). Policies "
-             "(`iclfs._threads.POLICIES`):", ""]
-    lines += [f"- `{name}`: {_threads.POLICIES[name].about}" for name in section["policies"]]
+             "(`benchmarks._policies.CANDIDATES`):", ""]
+    lines += [f"- `{name}`: {_policies.CANDIDATES[name].about}" for name in section["policies"]]
     loads = section["loads"]
     lines += ["", "| table | n x d | policy | threads | " + " | ".join(
         "quiet s" if n == 0 else f"N={n} s (ratio)" for n in loads) + " | worst ratio |",
@@ -398,7 +413,7 @@ def render(section: dict, title: str = "## Threads on a shared machine") -> list
             verdict["out"] else f"≥ {worst:.2f} (in part)"
         within = "yes" if policy in verdict["eligible"] else "no" if policy in verdict["out"] else "not yet known"
         lines.append(f"| `{policy}` | " + " | ".join(shares) + f" | {shown} | {within} | "
-                     f"{'yes' if _threads.POLICIES[policy].follow_load else 'no'} |")
+                     f"{'yes' if _policies.CANDIDATES[policy].follow_load else 'no'} |")
     rule = ("**The rule** (fixed before the results, `benchmarks/_contention.py`, which also says how it reads a "
             "partial set of cells): among the policies whose quiet "
             "epoch is within 5 % of `spin`'s on every table and whose thread count does not follow the load, the "
@@ -453,7 +468,7 @@ def run(args) -> dict:
                 "environment": {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                                 "load_before": os.getloadavg()[0],
                                 # the CPUs the cells and their busy processes (which inherit it) may use
-                                "cpus": sorted(_threads.allowed_cpus() or []), "machine_cpus": os.cpu_count(),
+                                "cpus": sorted(_policies.allowed_cpus() or []), "machine_cpus": os.cpu_count(),
                                 "commands": [*section.get("environment", {}).get("commands", []),
                                              "python -m benchmarks.speed " + " ".join(sys.argv[1:])]}}
     done = {_key(r) for r in section["rows"] if "error" not in r}

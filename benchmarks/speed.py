@@ -60,6 +60,7 @@ from benchmarks._device import stand_in_for_missing
 STAND_INS = stand_in_for_missing(["yaml"])  # iclfs.chain (which imports tqdm's user) is imported where needed
 
 from benchmarks import _contention  # noqa: E402  (after the stand-ins: it reads the method's settings)
+from benchmarks import _policies  # noqa: E402
 from iclfs.io._tables import read_feature_table  # noqa: E402
 from iclfs.method._config import RuntimeConfig, Settings, TrainingConfig, ViewConfig  # noqa: E402
 from iclfs.method._members import total_epochs, total_seconds  # noqa: E402
@@ -695,8 +696,9 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.
                             help="measure only this, and put its section in the report at --output")
     contention.add_argument("--tables", nargs="*", default=list(_contention.TABLES),
                             help="names of " + ", ".join(_contention.TABLES) + ", or paths")
-    contention.add_argument("--policies", nargs="*", default=list(_contention.CANDIDATES),
-                            choices=list(_threads.POLICIES))
+    contention.add_argument("--policies", nargs="*", default=list(_contention.MEASURED),
+                            choices=list(_policies.CANDIDATES),
+                            help="the study's candidates (benchmarks/_policies.py) to measure")
     contention.add_argument("--loads", type=int, nargs="*", default=list(_contention.LOADS[1:]),
                             help="busy processes beside each cell (quiet is always measured)")
     contention.add_argument("--contention-epochs", type=int, default=5, help="timed epochs a cell, after a warm-up")

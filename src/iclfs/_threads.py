@@ -17,27 +17,20 @@ LocalCluster inherit the environment (:func:`iclfs._distributed.thread_policies`
 asks each worker and names one that started without it); the ``benchmarks``
 package imports it first. Subprocesses inherit what was set.
 
-One candidate, ``adaptive``, decides at start: it samples how busy the CPUs
-this process may use are (its affinity set, their own lines of /proc/stat,
-over 0.1 s while it sleeps) and waits passively when other processes keep at
-least :data:`BUSY_THRESHOLD` of one of them busy; otherwise it leaves
-libgomp's default spin. Its decision and the busy share it measured are in
-the report (``ICLFS_THREAD_POLICY_REPORT``) and in one INFO line of a run
-(:func:`describe`). A passive decision is in the environment its
-subprocesses inherit, so they keep it, as they keep a user's.
-
-Each candidate is a named :class:`ThreadPolicy` in :data:`POLICIES`;
-:data:`DEFAULT_POLICY` names the one in force, chosen by the contention
-benchmark's rule (``python -m benchmarks.speed --contention``). A user's own
-``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``, ``KMP_BLOCKTIME`` or
-``OMP_NUM_THREADS`` wins; ``ICLFS_THREAD_POLICY=<name>`` picks another
-policy. ``runtime.num_threads`` still sets torch's thread count for a
-training (:func:`iclfs.method._runtime.compute_settings`).
+Two policies, each a named :class:`ThreadPolicy` in :data:`POLICIES`:
+``spin`` (libgomp's own wait) and ``passive`` (threads sleep at once, for a
+shared machine). :data:`DEFAULT_POLICY` names the one in force, chosen by
+the contention benchmark's rule (``python -m benchmarks.speed
+--contention``); ``ICLFS_THREAD_POLICY=<name>`` picks the other. The study's
+other candidates lost it and live in ``benchmarks/_policies.py``. A user's
+own ``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``, ``KMP_BLOCKTIME`` or
+``OMP_NUM_THREADS`` wins. ``runtime.num_threads`` still sets torch's thread
+count for a training (:func:`iclfs.method._runtime.compute_settings`).
 
 Where torch is already loaded (``ICLFSSelector`` in a user's own process),
-the wait settings can no longer reach libgomp; only a thread count is
-applied, with ``torch.set_num_threads`` (docs/guides/performance.md says what
-to set before starting Python).
+the wait settings can no longer reach libgomp: :attr:`AppliedPolicy.torch_loaded`
+says so, and docs/guides/performance.md says what to set before starting
+Python.
 
 Standard library only: this module must load before torch and numpy.
 """
@@ -65,67 +58,35 @@ POLICY_VARIABLES = (*WAIT_VARIABLES, "OMP_NUM_THREADS")
 
 @dataclass(frozen=True)
 class ThreadPolicy:
-    """One candidate: environment variables for the OpenMP runtime, and whether the thread count follows the
-    CPUs that are free when the process starts.
+    """One policy: environment variables for the OpenMP runtime.
 
     Attributes
     ----------
     name : str
     environment : tuple of (variable, value)
         Set where the user has not set the variable.
-    follow_load : bool
-        Set ``OMP_NUM_THREADS`` to the CPUs the process may use less those other processes keep busy
-        (:func:`free_cpus`). CPU results are bit-identical only at the same thread count, so with it a
-        table's lists can change with the machine's load.
     about : str
         One line for the benchmark's report.
-    when_busy : tuple of (variable, value) or None
-        Set instead of ``environment`` when, as the process starts, other processes keep at least
-        :data:`BUSY_THRESHOLD` CPUs of those it may use busy (:func:`busy_cpus`); None: the load is not read.
-        The thread count is not changed, so a table's lists do not depend on the decision.
     """
 
     name: str
     environment: tuple[tuple[str, str], ...] = ()
-    follow_load: bool = False
     about: str = ""
-    when_busy: tuple[tuple[str, str], ...] | None = None
 
 
 POLICIES: dict[str, ThreadPolicy] = {
     policy.name: policy
     for policy in (
-        ThreadPolicy("spin", (), False, "libgomp's default: a waiting thread spins 300,000 times before it sleeps"),
-        ThreadPolicy("passive", (("OMP_WAIT_POLICY", "PASSIVE"),), False,
+        ThreadPolicy("spin", (), "libgomp's default: a waiting thread spins 300,000 times before it sleeps"),
+        ThreadPolicy("passive", (("OMP_WAIT_POLICY", "PASSIVE"),),
                      "OMP_WAIT_POLICY=PASSIVE: a waiting thread sleeps at once"),
-        ThreadPolicy("short-spin", (("GOMP_SPINCOUNT", "10000"), ("KMP_BLOCKTIME", "1")), False,
-                     "GOMP_SPINCOUNT=10000 (KMP_BLOCKTIME=1 ms for Intel OpenMP builds, not measured here): "
-                     "a bounded spin, then sleep"),
-        ThreadPolicy("brief-spin", (("GOMP_SPINCOUNT", "1000"), ("KMP_BLOCKTIME", "0")), False,
-                     "GOMP_SPINCOUNT=1000 (KMP_BLOCKTIME=0 for Intel OpenMP builds, not measured here): a "
-                     "tenth of short-spin's spin, then sleep"),
-        ThreadPolicy("free-cpus", (), True,
-                     "OMP_NUM_THREADS = the CPUs not busy when the process starts (sampled over 0.1 s), "
-                     "libgomp's default wait"),
-        ThreadPolicy("passive-free-cpus", (("OMP_WAIT_POLICY", "PASSIVE"),), True,
-                     "OMP_WAIT_POLICY=PASSIVE and OMP_NUM_THREADS = the CPUs not busy at start"),
-        ThreadPolicy("adaptive", (), False,
-                     "libgomp's default wait, unless other processes keep at least half of one of this "
-                     "process's CPUs busy when it starts (sampled over 0.1 s): then OMP_WAIT_POLICY=PASSIVE; "
-                     "the thread count unchanged",
-                     (("OMP_WAIT_POLICY", "PASSIVE"),)),
     )
 }
 
-#: ``adaptive`` waits passively when other processes keep at least this many of the CPUs this process may use
-#: busy as it starts. One other runnable process on them counts about 1.0, a quiet machine's daemons about
-#: 0.0-0.1 (with /proc/stat's 1/100 s ticks, 0.1 s on one CPU reads in steps of 0.1): half a CPU lies between.
-BUSY_THRESHOLD = 0.5
-
 #: The policy in force: the winner of the latest round of ``python -m benchmarks.speed --contention``'s rule
 #: (benchmarks/results/performance.md, "Threads on a shared machine", says each round and its verdict;
-#: ``--fold-round2 ... --apply-verdict`` writes round two's winner on this line). Round one kept libgomp's own
-#: (``spin``), the only policy within 5 % of its quiet epoch on all three tables, though ``passive`` stayed
+#: ``--fold-round2 ... --apply-verdict`` writes round two's winner on this line). Both rounds kept libgomp's
+#: own (``spin``), the only policy within 5 % of its quiet epoch on all three tables, though ``passive`` stayed
 #: within 1.19x the CPU-share bound beside busy processes where ``spin`` reached 7x.
 DEFAULT_POLICY = "spin"
 
@@ -141,28 +102,15 @@ class AppliedPolicy:
         The variables it set, with their values.
     kept : dict
         The policy's variables the environment already had (the user's), with their values.
-    threads : int or None
-        The thread count it chose (``follow_load``), None otherwise.
     torch_loaded : bool
-        Whether torch was loaded already: then only the thread count could still be applied.
-    busy : float or None
-        The CPUs other processes kept busy as it started, of ``cpus`` (measured only when the policy reads
-        the load; None otherwise or when /proc/stat could not be read).
-    cpus : int or None
-        How many CPUs that share was measured on: those this process may use.
-    decision : str or None
-        ``adaptive``'s choice: ``"passive"`` (busy), ``"spin"`` (quiet, or the load unreadable),
-        ``"kept"`` (the user's own wait variables, or torch already loaded: nothing to decide).
+        Whether torch was loaded already: then libgomp had read its settings, and those set here reach only
+        the processes this one starts.
     """
 
     policy: str
     set: dict[str, str] = field(default_factory=dict)
     kept: dict[str, str] = field(default_factory=dict)
-    threads: int | None = None
     torch_loaded: bool = False
-    busy: float | None = None
-    cpus: int | None = None
-    decision: str | None = None
 
 
 def available_cpus() -> int:
@@ -193,55 +141,6 @@ def _cgroup_cpu_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
     return None if quota <= 0 or period <= 0 else quota / period
 
 
-def allowed_cpus() -> set[int] | None:
-    """The CPUs this process may run on (its affinity set); None where the platform cannot say."""
-    try:
-        return set(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return None
-
-
-def _cpu_times(stat: Path = Path("/proc/stat"), cpus: set[int] | None = None) -> tuple[int, int] | None:
-    """(busy, total) jiffies of the CPUs ``cpus``, summed over their own ``cpuN`` lines of /proc/stat, or of
-    all CPUs (its first line) when None; None when unreadable or when it lists none of ``cpus``."""
-    try:
-        lines = stat.read_text().splitlines()
-        rows = ([lines[0]] if cpus is None else
-                [line for line in lines if line.startswith("cpu") and line[3:4].isdigit()
-                 and int(line.split()[0][3:]) in cpus])
-        busy = total = 0
-        for line in rows:
-            values = [int(v) for v in line.split()[1:]]
-            idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle and iowait
-            everything = sum(values[:8])  # guest time is already counted in user time
-            busy, total = busy + everything - idle, total + everything
-    except (OSError, ValueError, IndexError):
-        return None
-    return (busy, total) if rows else None
-
-
-def busy_cpus(seconds: float = 0.1, sample=_cpu_times, sleep=time.sleep, cpus: set[int] | None = None) -> float | None:
-    """CPUs of ``cpus`` (default: those this process may use, :func:`allowed_cpus`) kept busy by other
-    processes: their busy share over ``seconds``, while this process sleeps, times their count. Only their
-    own lines of /proc/stat are read: under ``taskset -c 0,1`` CPUs 0 and 1 are judged, however busy the
-    rest of the machine is. None when /proc/stat cannot be read."""
-    cpus = allowed_cpus() if cpus is None else cpus
-    before = sample(cpus=cpus)
-    sleep(seconds)
-    after = sample(cpus=cpus)
-    if before is None or after is None or after[1] <= before[1]:
-        return None
-    return (after[0] - before[0]) / (after[1] - before[1]) * (len(cpus) if cpus else os.cpu_count() or 1)
-
-
-def free_cpus(busy: float | None, cpus: int) -> int:
-    """Threads for a process that may use ``cpus`` CPUs while others keep ``busy`` of them busy (at least 1;
-    all of them when the load cannot be read)."""
-    if busy is None:
-        return cpus
-    return max(1, min(cpus, cpus - round(busy)))
-
-
 def policy_named(name: str) -> ThreadPolicy:
     """The policy called ``name``; a ValueError naming the choices otherwise."""
     try:
@@ -251,59 +150,30 @@ def policy_named(name: str) -> ThreadPolicy:
                          f"{', '.join(POLICIES)} (or unset it for {DEFAULT_POLICY!r})") from None
 
 
-def apply_policy(name: str | None = None, environ: MutableMapping[str, str] = os.environ,
-                 measure_busy=busy_cpus) -> AppliedPolicy:
+def apply_policy(name: str | None = None, environ: MutableMapping[str, str] = os.environ) -> AppliedPolicy:
     """Put the policy ``name`` (default: ``$ICLFS_THREAD_POLICY``, else :data:`DEFAULT_POLICY`) in force here.
 
     Sets its wait variables unless the environment has one of :data:`WAIT_VARIABLES` (the user's choice of
-    how threads wait), and its thread count unless it has ``OMP_NUM_THREADS``; an empty value counts as
-    unset (OpenMP rejects it). A policy with ``when_busy`` reads the load only when its wait variables can
-    still take effect (none of the user's, torch not loaded). When torch is loaded already, libgomp has read
-    its settings: only a chosen thread count is applied, with ``torch.set_num_threads``. Records the policy's
-    name in ``$ICLFS_THREAD_POLICY`` for the processes this one starts.
+    how threads wait: libgomp would mix them), and none that the environment has already; an empty value
+    counts as unset (OpenMP rejects it). Records the policy's name in ``$ICLFS_THREAD_POLICY`` for the
+    processes this one starts, and whether torch was loaded already (then libgomp had read its settings).
     """
     name = name or environ.get(POLICY_VARIABLE) or DEFAULT_POLICY
-    policy = policy_named(name)
-    wanted = dict(policy.environment)
-    threads = busy = cpus = decision = None
-    users_wait = any(environ.get(var) for var in WAIT_VARIABLES)
-    if policy.when_busy is not None:
-        if users_wait or "torch" in sys.modules:
-            decision = "kept"
-        else:
-            busy, cpus = measure_busy(), len(allowed_cpus() or ()) or os.cpu_count() or 1
-            decision = "passive" if busy is not None and busy >= BUSY_THRESHOLD else "spin"
-            if decision == "passive":
-                wanted = dict(policy.when_busy)
-    if policy.follow_load and not environ.get("OMP_NUM_THREADS"):
-        busy, cpus = measure_busy(), available_cpus()
-        threads = free_cpus(busy, cpus)
-        wanted["OMP_NUM_THREADS"] = str(threads)
+    wanted = dict(policy_named(name).environment)
     kept = {var: environ[var] for var in POLICY_VARIABLES if environ.get(var)}
     if any(var in kept for var in WAIT_VARIABLES):
         wanted = {var: value for var, value in wanted.items() if var not in WAIT_VARIABLES}
     done = {var: value for var, value in wanted.items() if var not in kept}
     environ.update(done)
     environ[POLICY_VARIABLE] = name
-    torch = sys.modules.get("torch")
-    if torch is not None and threads is not None and hasattr(torch, "set_num_threads"):
-        torch.set_num_threads(threads)
-    return AppliedPolicy(name, done, kept, threads, torch is not None, busy, cpus, decision)
+    return AppliedPolicy(name, done, kept, "torch" in sys.modules)
 
 
 def describe(applied: AppliedPolicy) -> str:
-    """One line saying how this process's OpenMP threads wait, and for ``adaptive`` why (a run logs it)."""
+    """One line naming the policy in force in this process and what it set and kept (a run logs it)."""
     line = f"thread policy {applied.policy}"
-    if applied.decision == "kept":
-        line += (": torch was loaded before the policy, so libgomp keeps the wait it started with"
-                 if applied.torch_loaded and not any(v in applied.kept for v in WAIT_VARIABLES) else
-                 ": the environment's own wait setting is kept")
-    elif applied.decision is not None:
-        share = ("could not be read" if applied.busy is None else
-                 f"{applied.busy:.2f} of {applied.cpus} CPU(s) this process may use were busy with other "
-                 "processes")
-        line += (f" chose {applied.decision} waiting at start (the load {share}; passive from "
-                 f"{BUSY_THRESHOLD:g})")
+    if applied.torch_loaded and applied.set:
+        line += ": torch was loaded before the policy, so libgomp keeps the wait it started with"
     if applied.set:
         line += "; set " + ", ".join(f"{k}={v}" for k, v in applied.set.items())
     if applied.kept:

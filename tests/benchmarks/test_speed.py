@@ -571,12 +571,18 @@ def test_the_verdict_sets_the_default_policy_line_and_this_process(tmp_path, mon
     monkeypatch.setattr(_threads, "DEFAULT_POLICY", _threads.DEFAULT_POLICY)  # restored after the test
     source = tmp_path / "_threads.py"
     source.write_text(_contention.THREADS_SOURCE.read_text())
-    assert _contention.apply_verdict("adaptive", source) is True
-    assert 'DEFAULT_POLICY = "adaptive"' in source.read_text() and _threads.DEFAULT_POLICY == "adaptive"
+    other = next(name for name in _threads.POLICIES if name != _threads.DEFAULT_POLICY)
+    assert _contention.apply_verdict(other, source) is True
+    assert f'DEFAULT_POLICY = "{other}"' in source.read_text() and _threads.DEFAULT_POLICY == other
     assert source.read_text().count("DEFAULT_POLICY = ") == 1
-    assert _contention.apply_verdict("adaptive", source) is False  # already so
-    with pytest.raises(ValueError, match="names no thread policy"):
-        _contention.apply_verdict("fastest", source)
+    assert _contention.apply_verdict(other, source) is False  # already so
+    written = source.read_text()
+    # a candidate that lost its place in the product (or no candidate at all) cannot become the default
+    for name in ("adaptive", "fastest"):
+        with pytest.raises(SystemExit, match=rf"^the winner '{name}' is no policy of the product "
+                                             r"\(iclfs\._threads\.POLICIES: spin, passive\): move it from"):
+            _contention.apply_verdict(name, source)
+    assert source.read_text() == written
 
 
 def test_fold_round2_applies_its_verdict_only_when_it_has_one(tmp_path, monkeypatch, capsys):

@@ -51,7 +51,7 @@ class LifecycleHook:
         self._run = None
         check_parameters(run_params, pipeline, catalog)
         check_outputs(pipeline, catalog)
-        LOGGER.info("%s", _threads.describe(_threads.APPLIED))  # how torch's threads wait here, and why
+        LOGGER.info("%s", _threads.describe(_threads.APPLIED))  # the thread policy in force here
         result = yield  # the other hooks': tracking checks its store
         self._run = Run.begin(pipeline, catalog)
         return result
