@@ -1,11 +1,10 @@
 """The benchmarks on a machine with only torch, numpy, scipy, scikit-learn and pandas (a lent GPU machine).
 
-The method's settings module imports PyYAML at its top to read ``--params``
-values (``iclfs.method._config.parse_overrides``), and :mod:`iclfs.chain`
-imports the other methods, one of which imports tqdm for its progress bar.
-Neither is called by what the device benchmarks run: the contention cells
-and :mod:`benchmarks.gpu_row` build their settings in Python, never from
-override text, and train ICLFS, not CAE. So where a package is missing,
+:mod:`iclfs.chain` imports the other methods, one of which imports tqdm for
+its progress bar; :mod:`benchmarks.gpu_row` trains ICLFS, not CAE, so it
+never calls it. (PyYAML, which reads ``--params`` text, is imported only
+where such text is read, ``iclfs.method._config.parse_overrides``: the
+method core and the benchmarks import without it.) So where a package is missing,
 :func:`stand_in_for_missing` registers an empty module under its name whose
 every use fails naming the package: an import succeeds, a call cannot pass
 unnoticed. Where the package is installed nothing is replaced.
@@ -19,7 +18,7 @@ import sys
 import types
 
 #: module name -> the names the project's imports take from it.
-NEEDED_AT_IMPORT = {"yaml": ("safe_load", "YAMLError"), "tqdm": (), "tqdm.auto": ("tqdm",)}
+NEEDED_AT_IMPORT = {"tqdm": (), "tqdm.auto": ("tqdm",)}
 
 
 class _Missing:
@@ -43,9 +42,7 @@ def stand_in_for_missing(names=tuple(NEEDED_AT_IMPORT)) -> list[str]:
         # a spec, as an imported module has: torch._dynamo asks importlib.util.find_spec about tqdm and friends
         module.__spec__ = importlib.machinery.ModuleSpec(name, None)
         for attribute in NEEDED_AT_IMPORT[name]:
-            # an exception class must be a class (``except yaml.YAMLError`` is evaluated only on an error)
-            setattr(module, attribute, type(attribute, (Exception,), {}) if attribute.endswith("Error")
-                    else _Missing(name, attribute))
+            setattr(module, attribute, _Missing(name, attribute))
         sys.modules[name] = module
     if "tqdm.auto" in missing and "tqdm" in missing:
         sys.modules["tqdm"].auto = sys.modules["tqdm.auto"]

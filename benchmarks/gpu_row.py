@@ -42,7 +42,7 @@ import torch  # noqa: E402
 
 from benchmarks._device import stand_in_for_missing  # noqa: E402
 
-STAND_INS = stand_in_for_missing()  # before the method: PyYAML and tqdm, where missing
+STAND_INS = stand_in_for_missing()  # before the method: tqdm, where missing
 
 from benchmarks import speed  # noqa: E402
 from iclfs.io._synthetic import make_synthetic  # noqa: E402

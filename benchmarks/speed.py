@@ -53,13 +53,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchmarks._device import stand_in_for_missing
-
-#: Packages missing here that the method imports but these benchmarks never call (a lent GPU machine has
-#: only torch, numpy, scipy, scikit-learn and pandas): benchmarks/_device.py.
-STAND_INS = stand_in_for_missing(["yaml"])  # iclfs.chain (which imports tqdm's user) is imported where needed
-
-from benchmarks import _contention  # noqa: E402  (after the stand-ins: it reads the method's settings)
+from benchmarks import _contention  # noqa: E402
 from benchmarks import _policies  # noqa: E402
 from iclfs.io._tables import read_feature_table  # noqa: E402
 from iclfs.method._config import RuntimeConfig, Settings, TrainingConfig, ViewConfig  # noqa: E402

@@ -508,16 +508,19 @@ def test_contention_reads_the_tables_from_datasets_dir_and_writes_where_its_flag
 def test_a_missing_package_the_benchmarks_never_call_is_stood_in_for_and_fails_when_called(monkeypatch):
     import importlib.util
 
+    import tqdm.auto  # noqa: F401  (loaded: the monkeypatch puts the real modules back after the stand-ins)
+
     from benchmarks import _device
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "yaml" else real(name, *a))
-    monkeypatch.delitem(sys.modules, "yaml")
-    assert _device.stand_in_for_missing(["yaml", "tqdm.auto"]) == ["yaml"]  # tqdm is installed here
-    stand_in = sys.modules["yaml"]
-    assert issubclass(stand_in.YAMLError, Exception) and stand_in.__spec__.name == "yaml"
-    with pytest.raises(ModuleNotFoundError, match=r"^yaml is not installed here, and yaml\.safe_load was called"):
-        stand_in.safe_load("1")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "tqdm" else real(name, *a))
+    for name in ("tqdm", "tqdm.auto"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    assert _device.stand_in_for_missing() == ["tqdm", "tqdm.auto"]
+    stand_in = sys.modules["tqdm.auto"]
+    assert sys.modules["tqdm"].auto is stand_in and stand_in.__spec__.name == "tqdm.auto"
+    with pytest.raises(ModuleNotFoundError, match=r"^tqdm\.auto is not installed here, and tqdm\.auto\.tqdm was called"):
+        stand_in.tqdm(range(3))
 
 
 def test_a_second_round_and_a_gpu_row_measured_elsewhere_are_folded_into_the_report(tmp_path):
