@@ -92,8 +92,8 @@ def _only(folder: Path, artifact: str) -> Path:
 
 
 def read_run(data: Path, source: str, seconds: float) -> Run:
-    """The member, its losses and its list, as ``select`` wrote them under ``data/*/<source>``."""
-    output = data / "07_model_output" / source
+    """The member, its losses and its list, as ``select`` wrote them under ``data/*/<source>/iclfs``."""
+    output = data / "07_model_output" / source / "iclfs"  # the method's folder (select runs ICLFS here)
     with np.load(_only(output, "member_scores.npz")) as stored:
         scores = stored["z_norm"][0]
     history = pd.read_csv(_only(output, "training_log.csv"))

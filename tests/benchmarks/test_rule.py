@@ -26,7 +26,7 @@ from iclfs.evaluation._benchmark import cell_key, gather
 from tests.evaluation.cells import cell
 
 ONE = "ICLFS [fast]"
-WIDE, NARROW = "ICLFS [fast, consensus 3x50, 0.5 of samples]", "ICLFS [fast, consensus 6x25, 0.5 of samples]"
+WIDE, NARROW = "ICLFS [fast, 3 members of 50 epochs, 0.5 of samples]", "ICLFS [fast, 6 members of 25 epochs, 0.5 of samples]"
 CANDIDATES = {"R": ONE, "L1": WIDE, "L2": NARROW}
 
 
@@ -196,7 +196,7 @@ def test_decide_reads_cells_and_names_candidates_by_their_settings(tmp_path, cap
     _write(tmp_path, cells)
     text = decide_text(["R=members.per_run=1",
                         "L1=members.per_run=3,members.epochs=50,members.subsample=0.5"], ["a"], [42, 43, 44], read_cells(tmp_path))
-    assert "| L1 | ICLFS [fast, consensus 3x50, 0.5 of samples] |" in text
+    assert "| L1 | ICLFS [fast, 3 members of 50 epochs, 0.5 of samples] |" in text
     assert "Winner by the rule: **L1**" in text
     with pytest.raises(ValueError, match="not NAME="):
         decide_text(["members.per_run"], ["a"], [42], {})
