@@ -85,7 +85,6 @@ class ProjectConfigLoader(OmegaConfigLoader):
         refuse_old_names(dotted_names(config))  # a key of an earlier version: refused, naming its new name
         return config
 
-
     def _method(self) -> str:
         """The run's ``selection.method`` (``iclfs`` where the parameters name none)."""
         try:

@@ -58,7 +58,8 @@ def method_folder(given: object = None) -> str:
         chosen = given if given not in (None, "") else DEFAULT_METHOD
     text = str(chosen)
     if not NAME.fullmatch(text) or text in (".", ".."):
+        from iclfs.baselines import METHODS  # here, not above: it loads torch, which a bad name never needs
+
         raise DataSourceError(f"selection.method {text!r} is not allowed as a folder name: a method is one of "
-                              "iclfs, ls, spec, mcfs, ndfs, cae, lscae, variance, dispersion "
-                              "(docs/guides/methods.md)")
+                              f"{', '.join(METHODS)} (docs/guides/methods.md)")
     return text
