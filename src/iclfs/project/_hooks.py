@@ -30,7 +30,7 @@ from iclfs.io._kedro import artifact_folder, save_version, version_file
 
 from ._latest import existing_folder, latest_folder, latest_problem
 from ._logs import plain_off_terminal
-from ._runs import RECORD, Run, data_folder
+from ._runs import RECORD, Run, data_folder, run_method
 
 LOGGER = logging.getLogger(__name__)
 METADATA_KEY = "mlflow_artifact_path"
@@ -182,8 +182,7 @@ def check_outputs(pipeline: Any, catalog: Any) -> None:
             problems.append(f"{name} ({filepath}): {problem}")
     if "feature_list" in pipeline.all_outputs() and RECORD in catalog:  # the run will publish its list
         source = artifact_folder(catalog.get(RECORD)).parent.name
-        method = (catalog.load("parameters").get("selection") or {}).get("method") or "iclfs"
-        problem = latest_problem(data_folder(catalog), source, str(method))
+        problem = latest_problem(data_folder(catalog), source, run_method(catalog))
         if problem:
             problems.append(f"the latest list: {problem}")
     if len(problems) == 1:

@@ -43,6 +43,7 @@ from iclfs.io._liveness import DEAD, RUNNING, Lease, dead_versions, lease_held, 
 from iclfs.io.datasets._versioned import VersionedArtifact
 
 from ._latest import LatestError, current_version, latest_folder, publish
+from ._resolvers import DEFAULT_METHOD
 
 LOGGER = logging.getLogger(__name__)
 RECORD = "run_record"
@@ -75,7 +76,11 @@ def _belongs(dataset: Any, source: str, method: str) -> bool:
 def old_layout_folder(dataset: Any, method: str) -> Path | None:
     """Where a method's artifact was stored before each method had a folder (``data/<layer>/<source>/<file>``
     for ``data/<layer>/<source>/<method>/<file>``); None for the data source's own artifacts."""
-    folder = Path(str(artifact_folder(dataset)))
+    return _old_layout(Path(str(artifact_folder(dataset))), method)
+
+
+def _old_layout(folder: Path, method: str) -> Path | None:
+    """:func:`old_layout_folder` of the artifact folder ``folder``."""
     return folder.parent.parent / folder.name if folder.parent.name == method else None
 
 
@@ -87,7 +92,7 @@ def stored_file(dataset: Any, version: str, method: str, own: str | None = None)
     if own is not None and method != own and folder.parent.name == own:  # the same artifact, the other method's
         folder = folder.parent.parent / method / folder.name
     path = folder / version / folder.name
-    old = folder.parent.parent / folder.name if folder.parent.name == method else None
+    old = _old_layout(folder, method)
     if not path.exists() and old is not None and (old / version / old.name).exists():
         return old / version / old.name
     return path
@@ -99,7 +104,7 @@ def _artifacts(names: set[str], catalog: Any) -> dict[str, AbstractVersionedData
     Not the input file, parameters, metrics, the views of earlier runs, nor the
     benchmark's namespaced artifacts (each in a folder of its own).
     """
-    source, method = _source(catalog.get(RECORD)), _method(catalog)
+    source, method = _source(catalog.get(RECORD)), run_method(catalog)
     found = {}
     for name in sorted(names):
         if name == RECORD or name not in catalog:
@@ -263,7 +268,7 @@ class Run:
         record = catalog.get(RECORD)
         self.version = save_version(record)
         self.source = _source(record)
-        self.method = _method(catalog)
+        self.method = run_method(catalog)
         self.records = Path(str(artifact_folder(record)))
         self._inherited: str | None = None  # the table fingerprint a stage run's inputs come from
         self._lease = Lease(self.records, self.version)
@@ -293,7 +298,7 @@ class Run:
             return
         # this method's runs: another method's versions are in its own folder, and its table artifacts were made
         # for it (variance keeps the measured table, ICLFS its inverted one)
-        records = [r for r in read_records(catalog.get(RECORD)) if (r.get("method") or "iclfs") == self.method]
+        records = [r for r in read_records(catalog.get(RECORD)) if record_method(r) == self.method]
         self._refuse_old_layout(needed, records)
         chosen = choose_versions(sorted(needed), records, self.source,
                                  lambda name, version: version_file(needed[name], version).parent.is_dir())
@@ -361,7 +366,7 @@ class Run:
             "pipelines": pipelines_run(run_params),
             "finished": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "input": (run_params.get("runtime_params") or {}).get("input"),
-            "method": _method(catalog),
+            "method": run_method(catalog),
             "fingerprint": _fingerprint(catalog, written, read) or self._inherited,
             "wrote": written,
             "read": read,
@@ -410,7 +415,7 @@ def publish_record(record: dict, catalog: Any, source: str, before_switch: Calla
                    ) -> Path | None:
     """Publish the files a complete run's ``record`` lists (its list, tables and report) as the latest of its
     data source and method (:func:`iclfs.project._latest.publish`)."""
-    method, own = record.get("method") or "iclfs", _method(catalog)
+    method, own = record_method(record), run_method(catalog)
     files = {name: stored_file(dataset, record["wrote"][name]["version"], method, own)
              for name, dataset in _artifacts(set(record["wrote"]), catalog).items()
              if set(artifact_folder(dataset).parts[-4:-1]) & set(PUBLISHED_LAYERS)}
@@ -426,7 +431,7 @@ def catch_up_latest(catalog: Any, source: str) -> list[str]:
     done, seen = [], set()
     records = Path(str(artifact_folder(catalog.get(RECORD))))
     for record in read_records(catalog.get(RECORD)):
-        method = record.get("method") or "iclfs"
+        method = record_method(record)
         if "feature_list" not in record.get("wrote", {}) or method in seen:
             continue
         seen.add(method)
@@ -460,7 +465,7 @@ def clear_dead_runs(catalog: Any, source: str, own: str | None) -> list[str]:
     version it left would be nobody's to remove."""
     record = catalog.get(RECORD)
     records = Path(str(artifact_folder(record)))
-    method = _method(catalog)
+    method = run_method(catalog)
     dead: set[str] = set()
     for name in catalog.keys() if hasattr(catalog, "keys") else catalog.list():
         if name == RECORD or str(name).startswith("params:") or name == "parameters":
@@ -502,10 +507,15 @@ def _in_other_methods(folder: Path, method: str) -> list[Path]:
             and (other / folder.name).is_dir()]
 
 
-def _method(catalog: Any) -> str:
+def run_method(catalog: Any) -> str:
     """The run's ``selection.method``: a data source keeps each method's lists and members apart."""
     parameters = catalog.load("parameters") if "parameters" in catalog else {}
-    return str((parameters.get("selection") or {}).get("method") or "iclfs")
+    return str((parameters.get("selection") or {}).get("method") or DEFAULT_METHOD)
+
+
+def record_method(record: dict) -> str:
+    """The method of a run ``record``: ICLFS for a record of a version that named none."""
+    return str(record.get("method") or DEFAULT_METHOD)
 
 
 def _fingerprint(catalog: Any, written: dict, read: dict) -> str | None:
