@@ -215,7 +215,7 @@ def cell(source: str, epochs: int, limit: float = float("inf")) -> dict:
     applied = _threads.APPLIED
     return {"policy": applied.policy, "set": applied.set, "threads": threads, "torch_threads": torch.get_num_threads(),
             "epoch_seconds": seconds, "median_seconds": statistics.median(seconds), "d": A.shape[0], "n": A.shape[1],
-            "load_average": os.getloadavg()[0]}
+            "load_average": os.getloadavg()[0], "decision": applied.decision, "busy": applied.busy}
 
 
 def estimate(source: str, epochs: int) -> dict:
@@ -249,10 +249,11 @@ def _in_fresh_process(arguments: list[str], policy: str, openmp: dict[str, str] 
 
 
 def measure(source: str, policy: str, load: int, epochs: int, limit: float = float("inf"),
-            measure_busy=_policies.busy_cpus) -> dict:
+            measure_busy=_threads.busy_cpus) -> dict:
     """One cell (:func:`cell`) of the candidate ``policy`` beside ``load`` busy processes, each stopped after
     it. The candidate's start is decided here, right before the cell (:func:`benchmarks._policies.start`);
-    the row records what it set, and for a candidate that reads the load its decision and the busy share."""
+    the row records what it set, and for a candidate that reads the load its decision and the busy share
+    (the product's ``adaptive`` reads it in the cell: the cell's own record)."""
     busy = [subprocess.Popen([sys.executable, "-c", BUSY_LOOP]) for _ in range(load)]
     try:
         if busy:
@@ -266,7 +267,8 @@ def measure(source: str, policy: str, load: int, epochs: int, limit: float = flo
             process.wait()
     if "error" not in result:
         result["set"] = start.environment | result.get("set", {})
-    return result | {"decision": start.decision, "busy": start.busy}
+    return result | {"decision": start.decision or result.get("decision"),
+                     "busy": start.busy if start.busy is not None else result.get("busy")}
 
 
 def _union(before: list, added) -> list:
@@ -274,7 +276,39 @@ def _union(before: list, added) -> list:
 
 
 def _key(row: dict) -> tuple:
+    """A cell: its table, policy and N."""
     return row["table"], row["policy"], row["load"]
+
+
+def _repeat_key(row: dict) -> tuple:
+    """One measurement of a cell: the cell and its repeat (0 for rounds measured once a cell)."""
+    return (*_key(row), row.get("repeat", 0))
+
+
+def merge_repeats(rows: list[dict]) -> list[dict]:
+    """One row per cell from the measured ``rows`` (one per repeat): its epoch the median over its repeats of
+    each repeat's median epoch (round three's reading; a cell measured once is its own row). A failed repeat
+    is left out; a cell whose every repeat failed keeps its first failure."""
+    grouped: dict[tuple, list[dict]] = {}
+    for r in rows:
+        grouped.setdefault(_key(r), []).append(r)
+    merged = []
+    for key, group in grouped.items():
+        good = sorted((r for r in group if "error" not in r), key=lambda r: r.get("repeat", 0))
+        if not good:
+            merged.append(group[0])
+            continue
+        if len(good) == 1:
+            merged.append(good[0])
+            continue
+        medians = [r["median_seconds"] for r in good]
+        merged.append(good[0] | {
+            "median_seconds": statistics.median(medians), "repeat_medians": medians,
+            # the fewest epochs any repeat timed: the report marks a cell cut short by its time limit
+            "epoch_seconds": min((r["epoch_seconds"] for r in good), key=len),
+            "threads": "/".join(dict.fromkeys(str(r["threads"]) for r in good)),
+            "decision": "/".join(dict.fromkeys(r["decision"] for r in good if r.get("decision"))) or None})
+    return merged
 
 
 def decide(rows: list[dict], cores: int, policies=_policies.CANDIDATES, tables=None, loads=None,
@@ -387,16 +421,18 @@ def within_quiet(section: dict, policy: str) -> bool | None:
 
 
 def section_verdict(section: dict) -> dict:
-    """:func:`decide` over a measured section: its rows, on its tables, loads and policies."""
-    return decide(section["rows"], section["cores"], tables=section.get("tables"), loads=section.get("loads"),
-                  order=section.get("policies"))
+    """:func:`decide` over a measured section: its cells (:func:`merge_repeats`, the median of a cell's repeats), on its
+    tables, loads and policies."""
+    return decide(merge_repeats(section["rows"]), section["cores"], tables=section.get("tables"),
+                  loads=section.get("loads"), order=section.get("policies"))
 
 
 def render(section: dict, title: str = "## Threads on a shared machine") -> list[str]:
     """The Markdown lines of the speed report's contention section, under ``title`` (its own subsections one
     level below)."""
-    rows, cores = section["rows"], section["cores"]
+    rows, cores = merge_repeats(section["rows"]), section["cores"]
     verdict = section_verdict(section)
+    repeats = section.get("repeats")
     env = section["environment"]
     below = "#" * (len(title) - len(title.lstrip("#")) + 1)
     lines = ["", title, "",
@@ -406,7 +442,10 @@ def render(section: dict, title: str = "## Threads on a shared machine") -> list
              + f", last {env['date']} (load average {env['load_before']:.2f} before it; each "
              "row's own is in the CSV beside the raw numbers), "
              f"{section['epochs']} epochs a cell after one warm-up (fewer, at least 2, shown in square brackets, once a cell "
-             f"has taken {section.get('cell_limit', float('inf')):g} s), each cell a fresh process:", "",
+             f"has taken {section.get('cell_limit', float('inf')):g} s), each cell a fresh process"
+             + (f", each quiet cell measured {repeats[0]} times and each loaded cell {repeats[1]} times, in "
+                "turn, its epoch the median of its repeats' medians" if repeats and max(repeats) > 1 else "")
+             + ":", "",
              "```bash", *env["commands"], "```", "",
              "The epoch's median, quiet and beside N busy processes (pure-Python loops); in brackets its ratio "
              "to the CPU-share bound, the policy's quiet epoch x (1 + N / cores). Policies "
@@ -497,34 +536,42 @@ def run(args) -> dict:
     if missing:
         raise SystemExit(f"no table at {', '.join(missing)} (--tables names one of {', '.join(TABLES)} or a "
                          "path; --datasets-dir the folder of <name>.mat)")
-    section |= {"tables": _union(section.get("tables", []), tables),
+    repeats = (list(args.repeats) * 2)[:2] if getattr(args, "repeats", None) else [1, 1]  # quiet, loaded
+    if min(repeats) < 1:
+        raise SystemExit(f"--repeats {' '.join(map(str, args.repeats))}: each count must be at least 1")
+    if section.get("repeats", repeats) != repeats:
+        raise SystemExit(f"{raw} holds cells measured with --repeats {' '.join(map(str, section['repeats']))}; "
+                         f"this command asks for {' '.join(map(str, repeats))}: give the same, or another --json")
+    section |= {"repeats": repeats, "tables": _union(section.get("tables", []), tables),
                 "policies": _union(section.get("policies", []), args.policies),
                 "loads": sorted(set(section.get("loads", [])) | set(loads)),
                 "epochs": args.epochs, "cell_limit": args.cell_seconds, "cores": _threads.available_cpus(),
                 "environment": {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                                 "load_before": os.getloadavg()[0],
                                 # the CPUs the cells and their busy processes (which inherit it) may use
-                                "cpus": sorted(_policies.allowed_cpus() or []), "machine_cpus": os.cpu_count(),
+                                "cpus": sorted(_threads.allowed_cpus() or []), "machine_cpus": os.cpu_count(),
                                 "commands": [*section.get("environment", {}).get("commands", []),
                                              "python -m benchmarks.speed " + " ".join(sys.argv[1:])]}}
-    done = {_key(r) for r in section["rows"] if "error" not in r}
-    plan = [(t, p, n) for t in tables for n in loads for p in args.policies if (t, p, n) not in done]
+    done = {_repeat_key(r) for r in section["rows"] if "error" not in r}
+    # interleaved: one repeat goes through every table, N and policy before the next starts
+    plan = [(t, p, n, k) for k in range(max(repeats)) for t in tables for n in loads for p in args.policies
+            if k < repeats[0 if n == 0 else 1] and (t, p, n, k) not in done]
     started = time.perf_counter()
     budget, longest, left = 60 * args.minutes, 0.0, []
     raw.parent.mkdir(parents=True, exist_ok=True)
-    for i, (table, policy, load) in enumerate(plan, 1):
+    for i, (table, policy, load, repeat) in enumerate(plan, 1):
         if longest and time.perf_counter() - started + longest > budget:  # the next may not fit: stop, resumable
             left = plan[i - 1:]
             break
         cell_started = time.perf_counter()
         result = measure(tables[table], policy, load, args.epochs, args.cell_seconds) | {
-            "table": table, "policy": policy, "load": load}
-        section["rows"] = [r for r in section["rows"] if _key(r) != _key(result)] + [result]
+            "table": table, "policy": policy, "load": load, "repeat": repeat}
+        section["rows"] = [r for r in section["rows"] if _repeat_key(r) != _repeat_key(result)] + [result]
         raw.write_text(json.dumps(section, indent=1))
         spent = time.perf_counter() - started
         longest = max(longest, time.perf_counter() - cell_started)
         shown = result.get("error") or f"{result['median_seconds']:.3g} s/epoch on {result['threads']} thread(s)"
-        print(f"[{i}/{len(plan)} {spent / 60:.1f} min] {table} {policy} N={load}: {shown} "
+        print(f"[{i}/{len(plan)} {spent / 60:.1f} min] {table} {policy} N={load} #{repeat + 1}: {shown} "
               f"(load average {os.getloadavg()[0]:.1f})", flush=True)
     if left:
         print(f"stopped at the {args.minutes:g}-minute budget with {len(left)} cell(s) left: run the same command "
@@ -551,11 +598,12 @@ def run(args) -> dict:
     table_file.parent.mkdir(parents=True, exist_ok=True)
     with table_file.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["table", "policy", "load", "threads", "median_seconds", "epoch_seconds", "load_average",
-                         "decision", "busy_cpus"])
+        writer.writerow(["table", "policy", "load", "repeat", "threads", "median_seconds", "epoch_seconds",
+                         "load_average", "decision", "busy_cpus"])
         for r in section["rows"]:
             if "error" not in r:
-                writer.writerow([r["table"], r["policy"], r["load"], r["threads"], r["median_seconds"],
+                writer.writerow([r["table"], r["policy"], r["load"], r.get("repeat", 0), r["threads"],
+                                 r["median_seconds"],
                                  " ".join(f"{s:.4f}" for s in r["epoch_seconds"]), r["load_average"],
                                  r.get("decision") or "", "" if r.get("busy") is None else f"{r['busy']:.2f}"])
     verdict = section_verdict(section)

@@ -567,6 +567,8 @@ def render(report: dict, notes: str = "") -> str:
         lines += _contention.render(report["contention"])
     if report.get("contention_round2"):
         lines += _contention.render(report["contention_round2"], ROUND2_TITLE)
+    if report.get("contention_round3"):
+        lines += _contention.render(report["contention_round3"], ROUND3_TITLE)
     if report.get("gpu_row"):
         lines += render_gpu_row(report["gpu_row"])
     if notes.strip():
@@ -575,6 +577,7 @@ def render(report: dict, notes: str = "") -> str:
 
 
 ROUND2_TITLE = "### Second round, on 2 pinned cores of a quiet machine"
+ROUND3_TITLE = "### Third round: the product's adaptive against spin, every cell repeated"
 
 
 def render_gpu_row(row: dict) -> list[str]:
@@ -607,6 +610,8 @@ def render_gpu_row(row: dict) -> list[str]:
 
 #: What a JSON folded in with --fold-round2 / --fold-gpu-row must hold: the report's key for it, its keys.
 FOLDED = {"fold_round2": ("contention_round2", ("rows", "cores", "environment", "policies", "tables", "loads")),
+          "fold_round3": ("contention_round3", ("rows", "cores", "environment", "policies", "tables", "loads",
+                                                "repeats")),
           "fold_gpu_row": ("gpu_row", ("device", "matmul", "rows", "command"))}
 
 
@@ -706,9 +711,15 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.
                             help="every cell's numbers, saved as each is measured")
     contention.add_argument("--csv", default=None, help="the cells as a table (default: --raw's path, .csv)")
     contention.add_argument("--resume", action="store_true", help="keep the cells --raw holds; measure the rest")
+    contention.add_argument("--repeats", type=int, nargs="+", default=None, metavar=("QUIET", "LOADED"),
+                            help="measure each quiet cell QUIET times and each loaded cell LOADED times (default: "
+                                 "QUIET), in fresh processes taken in turn; a cell's epoch is the median of its "
+                                 "repeats' (default: once)")
     folding = parser.add_argument_group("measured on another machine: folded into the report at --output")
     folding.add_argument("--fold-round2", default=None,
                          help="the second contention round's JSON (--contention --json's, from 2 pinned cores)")
+    folding.add_argument("--fold-round3", default=None,
+                         help="the third contention round's JSON (--contention --repeats --json's)")
     folding.add_argument("--fold-gpu-row", default=None, help="benchmarks.gpu_row's JSON")
     folding.add_argument("--apply-verdict", action="store_true",
                          help="with --fold-round2: the rule's winner becomes iclfs._threads.DEFAULT_POLICY (its line "
@@ -751,21 +762,24 @@ def main(argv: list[str] | None = None) -> None:
     parser, args = parse_arguments(argv)
     notes = Path(args.notes).read_text() if args.notes and Path(args.notes).is_file() else ""
     output = Path(args.output)
-    if args.fold_round2 or args.fold_gpu_row:
+    if args.fold_round2 or args.fold_round3 or args.fold_gpu_row:
         report_path = output.with_suffix(".json")
         if not report_path.is_file():
-            parser.error(f"--fold-round2 and --fold-gpu-row add to {report_path}, which does not exist")
+            parser.error(f"--fold-round2, --fold-round3 and --fold-gpu-row add to {report_path}, which does not exist")
         report = json.loads(report_path.read_text()) | read_folded(args)
         if args.apply_verdict:
-            if "contention_round2" not in report:
-                parser.error("--apply-verdict applies round two's verdict: give --fold-round2")
-            verdict = _contention.section_verdict(report["contention_round2"])
+            # the newest round folded in decides
+            key, name = (("contention_round3", "round three") if args.fold_round3 else
+                         ("contention_round2", "round two") if args.fold_round2 else (None, None))
+            if key is None:
+                parser.error("--apply-verdict applies a round's verdict: give --fold-round3 (or --fold-round2)")
+            verdict = _contention.section_verdict(report[key])
             if verdict["winner"] is None:
-                print(f"round two has no verdict (still needed: {verdict['missing'] or 'none: no policy qualifies'}); "
+                print(f"{name} has no verdict (still needed: {verdict['missing'] or 'none: no policy qualifies'}); "
                       f"DEFAULT_POLICY stays {_threads.DEFAULT_POLICY!r}")
             else:
                 changed = _contention.apply_verdict(verdict["winner"])
-                print(f"round two's winner: {verdict['winner']!r}: DEFAULT_POLICY "
+                print(f"{name}'s winner: {verdict['winner']!r}: DEFAULT_POLICY "
                       f"{'set to it in src/iclfs/_threads.py' if changed else 'was it already'}")
         report_path.write_text(json.dumps(report, indent=2))
         output.write_text(render(report, notes))

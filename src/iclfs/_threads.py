@@ -17,12 +17,17 @@ LocalCluster inherit the environment (:func:`iclfs._distributed.thread_policies`
 asks each worker and names one that started without it); the ``benchmarks``
 package imports it first. Subprocesses inherit what was set.
 
-Two policies, each a named :class:`ThreadPolicy` in :data:`POLICIES`:
-``spin`` (libgomp's own wait) and ``passive`` (threads sleep at once, for a
-shared machine). :data:`DEFAULT_POLICY` names the one in force, chosen by
-the contention benchmark's rule (``python -m benchmarks.speed
---contention``); ``ICLFS_THREAD_POLICY=<name>`` picks the other. The study's
-other candidates lost it and live in ``benchmarks/_policies.py``. A user's
+Three policies, each a named :class:`ThreadPolicy` in :data:`POLICIES`:
+``spin`` (libgomp's own wait), ``passive`` (threads sleep at once, for a
+shared machine) and ``adaptive`` (libgomp's own wait, unless other processes
+keep the CPUs this one may use busy as it starts: then passive; it reads
+their lines of /proc/stat over 0.1 s, :func:`busy_cpus`). The thread count is
+never changed: CPU results are bit-identical only at equal counts, and a
+run's list must not depend on how busy the machine was. :data:`DEFAULT_POLICY`
+names the one in force, chosen by the contention benchmark's rule (``python
+-m benchmarks.speed --contention``); ``ICLFS_THREAD_POLICY=<name>`` picks
+another. The study's other candidates lost it and live in
+``benchmarks/_policies.py``. A user's
 own ``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``, ``KMP_BLOCKTIME`` or
 ``OMP_NUM_THREADS`` wins. ``runtime.num_threads`` still sets torch's thread
 count for a training (:func:`iclfs.method._runtime.compute_settings`).
@@ -72,6 +77,7 @@ class ThreadPolicy:
     name: str
     environment: tuple[tuple[str, str], ...] = ()
     about: str = ""
+    when_busy: tuple[tuple[str, str], ...] | None = None
 
 
 POLICIES: dict[str, ThreadPolicy] = {
@@ -80,8 +86,19 @@ POLICIES: dict[str, ThreadPolicy] = {
         ThreadPolicy("spin", (), "libgomp's default: a waiting thread spins 300,000 times before it sleeps"),
         ThreadPolicy("passive", (("OMP_WAIT_POLICY", "PASSIVE"),),
                      "OMP_WAIT_POLICY=PASSIVE: a waiting thread sleeps at once"),
+        ThreadPolicy("adaptive", (),
+                     "libgomp's default wait, unless other processes keep at least half of one of this "
+                     "process's CPUs busy when it starts (sampled over 0.1 s): then OMP_WAIT_POLICY=PASSIVE; "
+                     "the thread count unchanged", when_busy=(("OMP_WAIT_POLICY", "PASSIVE"),)),
     )
 }
+
+#: ``adaptive`` waits passively when other processes keep at least this many of the CPUs this process may use
+#: busy as it starts. One other runnable process on them counts about 1.0, a quiet machine's daemons about
+#: 0.0-0.1 (with /proc/stat's 1/100 s ticks, 0.1 s on one CPU reads in steps of 0.1): half a CPU lies between.
+BUSY_THRESHOLD = 0.5
+#: How long ``adaptive`` samples the CPUs' load as a process starts.
+BUSY_SAMPLE_SECONDS = 0.1
 
 #: The policy in force: the winner of the latest round of ``python -m benchmarks.speed --contention``'s rule
 #: (benchmarks/results/performance.md, "Threads on a shared machine", says each round and its verdict;
@@ -105,12 +122,22 @@ class AppliedPolicy:
     torch_loaded : bool
         Whether torch was loaded already: then libgomp had read its settings, and those set here reach only
         the processes this one starts.
+    decision : str or None
+        A policy that reads the load (``adaptive``): ``"passive"`` (busy) or ``"spin"`` (quiet, or the load
+        unreadable). None when the load was not read: another policy, the user's own wait, or torch loaded.
+    busy : float or None
+        The CPUs other processes kept busy as it was read, of ``cpus``; None when not read or unreadable.
+    cpus : int or None
+        How many CPUs the load was read on (those this process may use).
     """
 
     policy: str
     set: dict[str, str] = field(default_factory=dict)
     kept: dict[str, str] = field(default_factory=dict)
     torch_loaded: bool = False
+    decision: str | None = None
+    busy: float | None = None
+    cpus: int | None = None
 
 
 def available_cpus() -> int:
@@ -141,6 +168,48 @@ def _cgroup_cpu_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
     return None if quota <= 0 or period <= 0 else quota / period
 
 
+def allowed_cpus() -> set[int] | None:
+    """The CPUs this process may run on (its affinity set); None where the platform cannot say."""
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return None
+
+
+def _cpu_times(stat: Path = Path("/proc/stat"), cpus: set[int] | None = None) -> tuple[int, int] | None:
+    """(busy, total) jiffies of the CPUs ``cpus``, summed over their own ``cpuN`` lines of /proc/stat, or of
+    all CPUs (its first line) when None; None when unreadable or when it lists none of ``cpus``."""
+    try:
+        lines = stat.read_text().splitlines()
+        rows = ([lines[0]] if cpus is None else
+                [line for line in lines if line.startswith("cpu") and line[3:4].isdigit()
+                 and int(line.split()[0][3:]) in cpus])
+        busy = total = 0
+        for line in rows:
+            values = [int(v) for v in line.split()[1:]]
+            idle = values[3] + (values[4] if len(values) > 4 else 0)  # idle and iowait
+            everything = sum(values[:8])  # guest time is already counted in user time
+            busy, total = busy + everything - idle, total + everything
+    except (OSError, ValueError, IndexError):
+        return None
+    return (busy, total) if rows else None
+
+
+def busy_cpus(seconds: float = BUSY_SAMPLE_SECONDS, sample=_cpu_times, sleep=time.sleep,
+              cpus: set[int] | None = None) -> float | None:
+    """CPUs of ``cpus`` (default: those this process may use, :func:`allowed_cpus`) kept busy by other
+    processes: their busy share over ``seconds``, while this process sleeps, times their count. Only their
+    own lines of /proc/stat are read: under ``taskset -c 0,1`` CPUs 0 and 1 are judged, however busy the
+    rest of the machine is. None when /proc/stat cannot be read (not Linux)."""
+    cpus = allowed_cpus() if cpus is None else cpus
+    before = sample(cpus=cpus)
+    sleep(seconds)
+    after = sample(cpus=cpus)
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1]) * (len(cpus) if cpus else os.cpu_count() or 1)
+
+
 def policy_named(name: str) -> ThreadPolicy:
     """The policy called ``name``; a ValueError naming the choices otherwise."""
     try:
@@ -150,29 +219,45 @@ def policy_named(name: str) -> ThreadPolicy:
                          f"{', '.join(POLICIES)} (or unset it for {DEFAULT_POLICY!r})") from None
 
 
-def apply_policy(name: str | None = None, environ: MutableMapping[str, str] = os.environ) -> AppliedPolicy:
+def apply_policy(name: str | None = None, environ: MutableMapping[str, str] = os.environ,
+                 measure_busy=busy_cpus) -> AppliedPolicy:
     """Put the policy ``name`` (default: ``$ICLFS_THREAD_POLICY``, else :data:`DEFAULT_POLICY`) in force here.
 
     Sets its wait variables unless the environment has one of :data:`WAIT_VARIABLES` (the user's choice of
     how threads wait: libgomp would mix them), and none that the environment has already; an empty value
-    counts as unset (OpenMP rejects it). Records the policy's name in ``$ICLFS_THREAD_POLICY`` for the
-    processes this one starts, and whether torch was loaded already (then libgomp had read its settings).
+    counts as unset (OpenMP rejects it). A policy that reads the load (``adaptive``) reads it with
+    ``measure_busy`` only when its choice can still matter here: no wait variable of the user's, torch not
+    yet loaded. Records the policy's name in ``$ICLFS_THREAD_POLICY`` for the processes this one starts (each
+    of them reads the load for itself), and whether torch was loaded already (then libgomp had read its
+    settings).
     """
     name = name or environ.get(POLICY_VARIABLE) or DEFAULT_POLICY
-    wanted = dict(policy_named(name).environment)
+    policy = policy_named(name)
+    wanted = dict(policy.environment)
     kept = {var: environ[var] for var in POLICY_VARIABLES if environ.get(var)}
-    if any(var in kept for var in WAIT_VARIABLES):
+    users_wait = any(var in kept for var in WAIT_VARIABLES)
+    torch_loaded = "torch" in sys.modules
+    decision = busy = cpus = None
+    if policy.when_busy is not None and not users_wait and not torch_loaded:
+        busy, cpus = measure_busy(), len(allowed_cpus() or ()) or os.cpu_count() or 1
+        decision = "passive" if busy is not None and busy >= BUSY_THRESHOLD else "spin"
+        if decision == "passive":
+            wanted = dict(policy.when_busy)
+    if users_wait:
         wanted = {var: value for var, value in wanted.items() if var not in WAIT_VARIABLES}
     done = {var: value for var, value in wanted.items() if var not in kept}
     environ.update(done)
     environ[POLICY_VARIABLE] = name
-    return AppliedPolicy(name, done, kept, "torch" in sys.modules)
+    return AppliedPolicy(name, done, kept, torch_loaded, decision, busy, cpus)
 
 
 def describe(applied: AppliedPolicy) -> str:
     """One line naming the policy in force in this process and what it set and kept (a run logs it)."""
     line = f"thread policy {applied.policy}"
-    if applied.torch_loaded and applied.set:
+    if applied.decision is not None:
+        line += (f" ({applied.decision}: other processes kept {applied.busy:.1f} of {applied.cpus} CPUs busy as it "
+                 "started)" if applied.busy is not None else f" ({applied.decision}: the load could not be read)")
+    if applied.torch_loaded and (applied.set or POLICIES[applied.policy].when_busy is not None):
         line += ": torch was loaded before the policy, so libgomp keeps the wait it started with"
     if applied.set:
         line += "; set " + ", ".join(f"{k}={v}" for k, v in applied.set.items())
