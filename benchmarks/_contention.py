@@ -501,6 +501,16 @@ def render(section: dict, title: str = "## Threads on a shared machine") -> list
              f"**No verdict yet**: {needs}." if verdict["missing"] else
              "**No policy qualifies** (none measured in full within 5 % of `spin`'s quiet epoch).")
     lines += ["", rule]
+    spread = [r for r in rows if len(r.get("repeat_medians", ())) > 1]
+    if spread:
+        lines += ["", "How far a cell's repeats lie apart: each repeat's median epoch, in the order measured, and "
+                      "the lowest and highest against the cell's median (the quiet test resolves 5 %).", "",
+                  "| table | policy | N | repeats s | lowest | highest |", "|---|---|---|---|---|---|"]
+        for r in spread:
+            medians, middle = r["repeat_medians"], r["median_seconds"]
+            lines.append(f"| {r['table']} | `{r['policy']}` | {r['load']} | "
+                         + " ".join(f"{m:.3g}" for m in medians)
+                         + f" | {min(medians) / middle - 1:+.0%} | {max(medians) / middle - 1:+.0%} |")
     for policy in verdict["beaten"] if winner else []:
         lines += ["", f"`{policy}` loses without its other loaded cells: its measured worst ratio, "
                       f"{verdict['worst'][policy]:.2f}, already exceeds the winner's."]

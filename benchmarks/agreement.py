@@ -641,12 +641,15 @@ class Verdict:
     best_list: dict | None
     best_stable: dict | None
     all_run: bool
+    not_run: list[str]  # the reported sets that did not finish
+    could_change: bool  # whether a candidate could become eligible, were every set not run at its best
 
 
 def judge(measured: dict[tuple[str, int, float], Measured], todays: dict[str, Today | None], finished: set[str],
           cpu_ratio: dict[int, float]) -> Verdict:
     """The rule's decision (module docstring) on what ran."""
     all_run = all(d in finished for d in REPORTED)
+    not_run = [d for d in REPORTED if d not in finished]
     rows = []
     candidates = sorted({(M, f) for (_, M, f) in measured}, key=lambda c: (c[0], -c[1]))
     for M, fusion in candidates:
@@ -661,10 +664,16 @@ def judge(measured: dict[tuple[str, int, float], Measured], todays: dict[str, To
             t1 = len(stable) >= 3 and median_or_nan(stable) >= 0.8
             t2 = float(np.median(agreement)) >= 0.6
             t3 = accurate >= 5
+            # the best the sets not run could do: lists and stable sets agreeing fully, accuracy above one run's
+            best_case = [a if math.isfinite(a) else 1.0 for a in agreement]
+            best_stable = stable + [1.0] * len(not_run)
+            could = (M >= 2 and len(best_stable) >= 3 and median_or_nan(best_stable) >= 0.8
+                     and float(np.median(best_case)) >= 0.6 and accurate + len(not_run) >= 5)
             rows.append({"members": M, "fusion": fusion, "threshold": float(t), "stable_median": median_or_nan(stable),
                          "stable_sets": len(stable), "list_median": float(np.median(agreement)),
                          "list_median_run": median_or_nan([a for a in agreement if math.isfinite(a)]),
                          "accurate": accurate, "t1": t1, "t2": t2, "t3": t3,
+                         "list_median_best_case": float(np.median(best_case)), "could": could,
                          "cost": median_or_nan(ratios),
                          "eligible": M >= 2 and t1 and t2 and t3 and all_run})
     eligible = [r for r in rows if r["eligible"]]
@@ -692,7 +701,8 @@ def judge(measured: dict[tuple[str, int, float], Measured], todays: dict[str, To
     with_stable = [r for r in run_rows if r["stable_sets"]]
     best_stable = max(with_stable, key=lambda r: (r["stable_median"], r["stable_sets"], -r["members"])) \
         if with_stable else None
-    return Verdict(rows, winner, beats, today_median, today_accurate, cpu, best_list, best_stable, all_run)
+    return Verdict(rows, winner, beats, today_median, today_accurate, cpu, best_list, best_stable, all_run,
+                   not_run, any(r["could"] for r in rows))
 
 
 def cpu_ratios(results: Results | None) -> dict[int, float]:
@@ -888,6 +898,18 @@ def decision_lines(verdict: Verdict) -> list[str]:
     out = []
     if not verdict.all_run:
         out.append("- Not every reported set ran: no default can change (rule 1).")
+        sets = ", ".join(verdict.not_run)
+        candidates = [r for r in verdict.rows if r["members"] >= 2]
+        if verdict.could_change:
+            out.append(f"- The sets not run ({sets}) could still change that: at their best (lists and stable sets "
+                       "agreeing fully, accuracy above one run's mean) a candidate would meet T1, T2 and T3.")
+        elif candidates:
+            top = max(candidates, key=lambda r: (r["list_median_best_case"], -r["members"]))
+            out.append(f"- The sets not run ({sets}) cannot change the verdict: even at their best (lists and stable "
+                       "sets agreeing fully, accuracy above one run's mean) no candidate with M >= 2 would meet T1, "
+                       f"T2 and T3; the highest median list agreement any could then reach is "
+                       f"{top['list_median_best_case']:.2f} (M = {top['members']}, fusion "
+                       f"{fusion_name(top['fusion'])}), below T2's 0.6.")
     w = verdict.winner
     if w is None:
         out.append("- No candidate with M >= 2 meets T1, T2 and T3 on the six reported sets: there is no winner, "

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -29,15 +30,21 @@ def quiet_machine() -> None:
 # --- what a policy sets and keeps ----------------------------------------------------------------------------
 
 
-def test_the_product_keeps_spin_and_passive_and_the_default_is_one_of_them():
+def test_the_product_keeps_spin_passive_and_adaptive_and_the_default_is_one_of_them():
     """The study's other candidates lost it and live in benchmarks/_policies.py (tests/benchmarks/test_policies.py)."""
-    assert list(POLICIES) == ["spin", "passive"] and DEFAULT_POLICY in POLICIES
+    assert list(POLICIES) == ["spin", "passive", "adaptive"] and DEFAULT_POLICY in POLICIES
     assert dict(POLICIES["passive"].environment) == {"OMP_WAIT_POLICY": "PASSIVE"} and not POLICIES["spin"].environment
+    # adaptive: spin's settings on a quiet machine, passive's on a busy one; never a thread count
+    assert not POLICIES["adaptive"].environment
+    assert dict(POLICIES["adaptive"].when_busy) == {"OMP_WAIT_POLICY": "PASSIVE"}
+    assert not any(var == "OMP_NUM_THREADS" for policy in POLICIES.values()
+                   for var, _ in (*policy.environment, *(policy.when_busy or ())))
 
 
-def test_the_default_policy_sets_its_variables_and_names_itself_for_child_processes():
+def test_the_default_policy_sets_its_variables_and_names_itself_for_child_processes(monkeypatch):
+    monkeypatch.delitem(sys.modules, "torch", raising=False)  # so that a policy reading the load reads it
     environ: dict[str, str] = {}
-    applied = apply_policy(environ=environ)
+    applied = apply_policy(environ=environ, measure_busy=lambda: 0.0)  # a quiet machine
     assert applied.policy == DEFAULT_POLICY == environ[POLICY_VARIABLE]
     assert applied.set == dict(POLICIES[DEFAULT_POLICY].environment)
     assert {k: environ[k] for k in applied.set} == applied.set and applied.kept == {}
@@ -70,13 +77,13 @@ def test_an_empty_variable_counts_as_unset():
     assert apply_policy("passive", environ=environ).set == {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
-@pytest.mark.parametrize("name", ["fast", "adaptive", "short-spin", "free-cpus"])
+@pytest.mark.parametrize("name", ["fast", "short-spin", "brief-spin", "free-cpus"])
 def test_the_environment_picks_another_policy_and_a_wrong_or_removed_name_is_refused_naming_the_choices(name):
     environ = {POLICY_VARIABLE: "passive"}
     assert apply_policy(environ=environ).set == {"OMP_WAIT_POLICY": "PASSIVE"}
     environ = {POLICY_VARIABLE: name}
     with pytest.raises(ValueError, match=rf"^ICLFS_THREAD_POLICY='{name}' names no thread policy; use one of spin, "
-                                         r"passive \(or unset it for 'spin'\)$"):
+                                         rf"passive, adaptive \(or unset it for '{DEFAULT_POLICY}'\)$"):
         apply_policy(environ=environ)
     assert environ == {POLICY_VARIABLE: name}  # refused before anything is set
 
@@ -93,6 +100,122 @@ def test_a_loaded_torch_is_recorded_and_the_line_says_its_wait_stays(monkeypatch
     assert _threads.describe(apply_policy("passive", environ={})) == "thread policy passive; set OMP_WAIT_POLICY=PASSIVE"
 
 
+# --- adaptive: the load read as the process starts ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("busy", "decision", "set_"), [
+    (None, "spin", {}), (0.0, "spin", {}), (0.49, "spin", {}), (0.5, "passive", {"OMP_WAIT_POLICY": "PASSIVE"}),
+    (1.7, "passive", {"OMP_WAIT_POLICY": "PASSIVE"})])
+def test_adaptive_waits_passively_only_when_other_processes_keep_its_cpus_busy(monkeypatch, busy, decision, set_):
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    environ: dict[str, str] = {}
+    applied = apply_policy("adaptive", environ=environ, measure_busy=lambda: busy)
+    assert (applied.decision, applied.busy, applied.set) == (decision, busy, set_)
+    assert environ == {**set_, POLICY_VARIABLE: "adaptive"}  # never a thread count: lists must not follow the load
+    line = _threads.describe(applied)
+    assert line.startswith(f"thread policy adaptive ({decision}: ")
+    assert ("the load could not be read" in line) is (busy is None)
+
+
+@pytest.mark.parametrize("why", ["users-wait", "torch-loaded"])
+def test_adaptive_does_not_read_the_load_where_its_choice_cannot_matter(monkeypatch, why):
+    """A user's own wait variable wins, and after torch loaded libgomp has read its settings: no 0.1 s sample."""
+    environ = {"OMP_WAIT_POLICY": "ACTIVE"} if why == "users-wait" else {}
+    if why == "torch-loaded":
+        monkeypatch.setitem(sys.modules, "torch", SimpleNamespace())
+    else:
+        monkeypatch.delitem(sys.modules, "torch", raising=False)
+    applied = apply_policy("adaptive", environ=environ, measure_busy=lambda: pytest.fail("read the load"))
+    assert (applied.decision, applied.busy, applied.set) == (None, None, {})
+    if why == "torch-loaded":
+        assert "torch was loaded before the policy" in _threads.describe(applied)
+
+
+def test_the_busy_cpus_are_their_busy_share_while_this_process_sleeps_times_their_count():
+    samples = iter([(100, 1000), (160, 1100)])  # 60 of 100 jiffies busy
+    asked, slept = [], []
+
+    def sample(cpus):
+        asked.append(cpus)
+        return next(samples)
+
+    assert _threads.busy_cpus(0.1, sample=sample, sleep=slept.append, cpus={0, 1, 2, 3}) == pytest.approx(2.4)
+    assert slept == [0.1] and asked == [{0, 1, 2, 3}] * 2
+    assert _threads.busy_cpus(0.1, sample=lambda cpus: None, sleep=slept.append) is None
+
+
+def test_by_default_the_busy_cpus_are_read_on_the_cpus_this_process_may_use(monkeypatch):
+    monkeypatch.setattr(_threads, "allowed_cpus", lambda: {3, 5})
+    asked = []
+    _threads.busy_cpus(0, sample=lambda cpus: asked.append(cpus) or (0, 1), sleep=lambda s: None)
+    assert asked == [{3, 5}, {3, 5}]
+
+
+SIXTEEN_CPUS = "cpu  {all}\n" + "".join(f"cpu{i} {{c{i}}}\n" for i in range(16)) + "intr 1 2 3\nctxt 9\n"
+
+
+def proc_stat(busy: dict[int, int], idle: dict[int, int]) -> str:
+    """A /proc/stat of 16 CPUs: CPU i with busy[i] user and idle[i] idle jiffies (the first line their sum)."""
+    fields = {f"c{i}": f"{busy.get(i, 0)} 0 0 {idle.get(i, 0)} 0 0 0 0 0 0" for i in range(16)}
+    everything = f"{sum(busy.values())} 0 0 {sum(idle.values())} 0 0 0 0 0 0"
+    return SIXTEEN_CPUS.format(all=everything, **fields)
+
+
+def test_under_taskset_0_1_on_sixteen_cpus_only_cpus_0_and_1_are_judged(monkeypatch, tmp_path):
+    """The other 14 CPUs run flat out, 0 and 1 sit idle: the sample of CPUs 0 and 1 reads them idle, and
+    adaptive keeps the spin; with CPU 1 busy instead, it waits passively."""
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    before, after = tmp_path / "before", tmp_path / "after"
+    before.write_text(proc_stat({i: 1000 for i in range(2, 16)}, {0: 500, 1: 500}))
+    after.write_text(proc_stat({i: 1010 for i in range(2, 16)}, {0: 510, 1: 510}))
+
+    def reading() -> float | None:
+        files = iter([before, after])
+        return _threads.busy_cpus(0.1, sample=lambda cpus: _threads._cpu_times(next(files), cpus),
+                                  sleep=lambda s: None, cpus={0, 1})
+
+    assert reading() == 0.0
+    assert _threads._cpu_times(after, None) == (14 * 1010, 14 * 1010 + 1020)  # the whole machine: busy
+    assert apply_policy("adaptive", environ={}, measure_busy=reading).decision == "spin"
+    after.write_text(proc_stat({i: 1010 for i in range(2, 16)} | {1: 10}, {0: 510, 1: 500}))
+    assert reading() == pytest.approx(1.0)
+    assert apply_policy("adaptive", environ={}, measure_busy=reading).decision == "passive"
+
+
+def test_the_per_cpu_lines_of_proc_stat_are_summed_for_the_cpus_asked(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  30 0 0 70 0 0 0 0 0 0\ncpu0 10 0 0 40 0 0 0 0 0 0\ncpu1 20 0 0 30 0 0 0 0 0 0\n"
+                    "cpu10 5 0 0 5 0 0 0 0 0 0\nintr 5\n")
+    assert _threads._cpu_times(stat, {1}) == (20, 50)
+    assert _threads._cpu_times(stat, {0, 1}) == (30, 100)
+    assert _threads._cpu_times(stat, {10}) == (5, 10)  # cpu10 is not cpu1's line
+    assert _threads._cpu_times(stat, {7}) is None  # a CPU the file does not list
+    assert _threads._cpu_times(tmp_path / "absent", {0}) is None  # not Linux: adaptive keeps the spin
+
+
+def test_the_cpu_times_of_proc_stat_leave_out_idle_and_iowait(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  10 2 8 70 5 1 4 0 3 0\ncpu0 1 1 1 1 1 1 1 1 1 1\n")
+    assert _threads._cpu_times(stat) == (25, 100)  # total: the first eight fields; busy: less idle and iowait
+
+
+BUSY_LOOP = "while True:\n    pass\n"
+
+
+def test_a_real_busy_process_pinned_to_a_cpu_reads_as_busy():
+    """A real busy loop pinned to one CPU, started before the sample: about one CPU busy (the busier the
+    shared machine, the surer)."""
+    cpu = min(os.sched_getaffinity(0))
+    busy = subprocess.Popen(["taskset", "-c", str(cpu), PYTHON, "-c", BUSY_LOOP])
+    try:
+        time.sleep(0.5)
+        seen = _threads.busy_cpus(0.3, cpus={cpu})
+    finally:
+        busy.kill()
+        busy.wait()
+    assert seen is not None and seen >= 0.8
+
+
 def test_the_report_is_written_where_asked_and_only_there(tmp_path):
     applied = apply_policy("passive", environ={})
     assert _threads.write_report(applied, environ={}) is None
@@ -105,8 +228,9 @@ def test_the_report_is_written_where_asked_and_only_there(tmp_path):
 
 
 def policy_environment(report: dict) -> dict[str, str]:
-    """The wait variables the policy a process reported (``report``) sets."""
-    return dict(POLICIES[report["policy"]].environment)
+    """The wait variables the policy a process reported (``report``) sets: for adaptive, those of its decision."""
+    policy = POLICIES[report["policy"]]
+    return dict(policy.when_busy if report.get("decision") == "passive" else policy.environment)
 
 
 def expected_spin_count(environ: dict[str, str]) -> str:
@@ -163,6 +287,33 @@ def test_the_policy_is_in_force_before_torch_loads_in_the_command_and_kedro_run(
     assert 0 <= done.stderr.find("OPENMP DISPLAY ENVIRONMENT END") < first_node, done.stderr[-3000:]
     if command == "kedro run":  # the run's log names the policy in force, in one line, before the first node
         assert 0 <= done.stderr.find(f"thread policy {DEFAULT_POLICY}") < first_node, done.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_adaptive_in_the_command_waits_passively_beside_busy_processes(project, tmp_path):
+    """The real ``iclfs`` command under ``adaptive``, pinned to two CPUs that two busy loops keep busy: the
+    process reads them busy as it starts, and libgomp itself then runs with no spin (OMP_DISPLAY_ENV)."""
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    pinned = ["taskset", "-c", ",".join(map(str, cpus))]
+    report = tmp_path / "report"
+    env = {k: v for k, v in os.environ.items() if k not in (*_threads.POLICY_VARIABLES, POLICY_VARIABLE)}
+    env |= {REPORT_VARIABLE: str(report), "OMP_DISPLAY_ENV": "VERBOSE", "KEDRO_DISABLE_TELEMETRY": "1",
+            POLICY_VARIABLE: "adaptive"}
+    busy = [subprocess.Popen(["taskset", "-c", str(cpu), PYTHON, "-c", BUSY_LOOP]) for cpu in cpus]
+    try:
+        time.sleep(0.5)
+        done = subprocess.run([*pinned, PYTHON, *COMMANDS["iclfs"]], cwd=project, env=env, capture_output=True,
+                              text=True, timeout=600)
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    written = json.loads((report / f"{_pid_of(report)}.json").read_text())
+    assert (written["policy"], written["decision"], written["set"]) == ("adaptive", "passive",
+                                                                         {"OMP_WAIT_POLICY": "PASSIVE"})
+    assert written["busy"] >= _threads.BUSY_THRESHOLD and written["cpus"] == len(cpus)
+    assert set(re.findall(r"GOMP_SPINCOUNT = '(\d+)'", done.stderr)) == {"0"}, done.stderr[:2000]
 
 
 def _pid_of(report: Path) -> str:

@@ -119,7 +119,17 @@ def test_the_verdict_follows_the_rule():
     assert verdict.beats_today and "so the CPU default is the winner's too" in verdict.cpu
     # one reported set not run: no default changes, and that set fails the list target's count
     verdict = study.judge(good, todays, set(sets[:-1]), {4: 1.5})
-    assert verdict.winner is None and not verdict.all_run
+    assert verdict.winner is None and not verdict.all_run and verdict.not_run == [sets[-1]]
+    assert verdict.could_change  # at its best the set not run would let M = 4 through
+    assert any(line.startswith(f"- The sets not run ({sets[-1]}) could still change that")
+               for line in study.decision_lines(verdict))
+    # lists agreeing 0.45 on the sets that ran: even at agreement 1.0 the set not run leaves the median below 0.6
+    low = {key: measured(0.45, 0.6, 0.85) for key in good}
+    verdict = study.judge(low, todays, set(sets[:-1]), {})
+    assert not verdict.could_change
+    (line,) = [line for line in study.decision_lines(verdict) if "cannot change the verdict" in line]
+    assert line.endswith("the highest median list agreement any could then reach is 0.45 (M = 4, fusion on (0.5)), "
+                         "below T2's 0.6.")
     # lists that agree less than 0.6 on the median set: no winner; the best reached is still given
     poor = {key: measured(0.5, 0.6, 0.85) for key in good}
     verdict = study.judge(poor, todays, set(sets), {})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -409,7 +410,7 @@ def test_contention_measures_each_policy_in_a_fresh_process_beside_busy_ones_and
     text = output.read_text()
     assert "## Threads on a shared machine" in text
     assert "# Training speed" in text and "| arcene |" in text  # the rest of the report is kept
-    assert raw.with_suffix(".csv").read_text().startswith("table,policy,load,threads,median_seconds")
+    assert raw.with_suffix(".csv").read_text().startswith("table,policy,load,repeat,threads,median_seconds")
     # --resume measures only what is missing (today's policy, quiet) and keeps the rows and estimates there
     speed.main([*arguments[:3], "--policies", "spin", "--loads", "--contention-epochs", "2", "--estimate-epochs",
                 "0", "--raw", str(raw), "--output", str(output), "--resume"])
@@ -581,9 +582,9 @@ def test_the_verdict_sets_the_default_policy_line_and_this_process(tmp_path, mon
     assert _contention.apply_verdict(other, source) is False  # already so
     written = source.read_text()
     # a candidate that lost its place in the product (or no candidate at all) cannot become the default
-    for name in ("adaptive", "fastest"):
+    for name in ("brief-spin", "fastest"):
         with pytest.raises(SystemExit, match=rf"^the winner '{name}' is no policy of the product "
-                                             r"\(iclfs\._threads\.POLICIES: spin, passive\): move it from"):
+                                             r"\(iclfs\._threads\.POLICIES: spin, passive, adaptive\): move it from"):
             _contention.apply_verdict(name, source)
     assert source.read_text() == written
 
@@ -606,6 +607,93 @@ def test_fold_round2_applies_its_verdict_only_when_it_has_one(tmp_path, monkeypa
     speed.main(fold)
     assert applied == ["adaptive"]  # no second call: no verdict
     assert "round two has no verdict (still needed: {'adaptive': [('b', 4)]})" in capsys.readouterr().out
+
+
+def _repeated(section: dict, factors: dict[str, list[float]]) -> dict:
+    """``section`` with each row measured again: repeat k of a policy's cells at factors[policy][k] x the row."""
+    rows = [r | {"repeat": k, "median_seconds": r["median_seconds"] * f}
+            for r in section["rows"] for k, f in enumerate(factors[r["policy"]])]
+    return section | {"rows": rows, "repeats": [len(next(iter(factors.values())))] * 2}
+
+
+def test_a_cell_measured_several_times_is_read_as_the_median_of_its_repeats():
+    """Round three: a noisy repeat (x 1.4 here) moves neither the quiet test nor the ratios."""
+    from benchmarks import _contention
+
+    section = _repeated(_round_two_section(), {"spin": [1.0, 1.4, 1.0], "passive": [1.0, 1.0, 1.0],
+                                               "adaptive": [1.4, 1.0, 1.0]})
+    merged = {_contention._key(r): r for r in _contention.merge_repeats(section["rows"])}
+    assert len(merged) == len(_round_two_section()["rows"])
+    assert merged[("a", "spin", 0)]["repeat_medians"] == [1.0, 1.4, 1.0]
+    assert merged[("a", "spin", 0)]["median_seconds"] == 1.0
+    verdict = _contention.section_verdict(section)
+    assert verdict == _contention.section_verdict(_round_two_section())
+    assert verdict["winner"] == "adaptive"
+    # every repeat of one cell failed: the cell keeps the failure, and is missing from the verdict
+    failed = [r | {"error": "killed"} if _contention._key(r) == ("b", "adaptive", 4) else r for r in section["rows"]]
+    assert "error" in {_contention._key(r): r for r in _contention.merge_repeats(failed)}[("b", "adaptive", 4)]
+    assert _contention.decide(_contention.merge_repeats(failed), 2, tables=["a", "b"], loads=[0, 1, 2, 4],
+                              order=section["policies"])["winner"] is None
+
+
+def test_repeats_are_taken_in_turn_and_resume_where_they_stopped(tmp_path, monkeypatch, capsys):
+    """--repeats 2 1: every quiet cell twice, every loaded cell once, the second quiet round after the first
+    round went through every table, N and policy."""
+    from benchmarks import _contention
+
+    measured = []
+
+    def fake(source, policy, load, epochs, limit):
+        measured.append((Path(source).stem, policy, load))
+        return {"median_seconds": 1.0 + load, "epoch_seconds": [1.0 + load] * epochs, "threads": 2, "d": 4, "n": 3,
+                "set": {}, "load_average": 0.0, "decision": "spin" if policy == "adaptive" and not load else
+                "passive" if policy == "adaptive" else None}
+
+    monkeypatch.setattr(_contention, "measure", fake)
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    for name in ("lung_small", "warpPIE10P"):
+        (tables / f"{name}.mat").write_bytes(b"")
+    raw = tmp_path / "r3.json"
+    common = ["--contention", "--tables", "lung_small", "warpPIE10P", "--policies", "spin", "adaptive", "--loads",
+              "1", "--estimate-epochs", "0", "--datasets-dir", str(tables), "--json", str(raw), "--output",
+              str(tmp_path / "r3.md"), "--notes", "", "--repeats", "2", "1"]
+    speed.main(common)
+    first = [(t, p, n) for t in ("lung_small", "warpPIE10P") for n in (0, 1) for p in ("spin", "adaptive")]
+    assert measured == first + [(t, p, 0) for t in ("lung_small", "warpPIE10P") for p in ("spin", "adaptive")]
+    section = json.loads(raw.read_text())
+    assert section["repeats"] == [2, 1] and len(section["rows"]) == 12
+    assert sorted({r["repeat"] for r in section["rows"] if r["load"] == 0}) == [0, 1]
+    assert (tmp_path / "r3.csv").read_text().splitlines()[0].startswith("table,policy,load,repeat,")
+    text = (tmp_path / "r3.md").read_text()
+    assert "each quiet cell measured 2 times and each loaded cell 1 times" in text
+    assert "| lung_small | 3 x 4 | `adaptive` | 2/2 | 1 spin | 2 (1.33) passive | 1.33 |" in text
+    measured.clear()
+    speed.main([*common, "--resume"])
+    assert measured == []  # every repeat is in the file
+    with pytest.raises(SystemExit, match=r"holds cells measured with --repeats 2 1; this command asks for 3 3"):
+        speed.main([*common[:-2], "3", "--resume"])
+
+
+def test_fold_round3_applies_round_threes_verdict(tmp_path, monkeypatch, capsys):
+    from benchmarks import _contention
+
+    applied = []
+    monkeypatch.setattr(_contention, "apply_verdict", lambda winner: applied.append(winner) or True)
+    output = tmp_path / "performance.md"
+    output.with_suffix(".json").write_text(json.dumps(_report()))
+    round3 = tmp_path / "round3.json"
+    round3.write_text(json.dumps(_repeated(_round_two_section(), {"spin": [1.0, 1.0, 1.0], "passive": [1.0] * 3,
+                                                                   "adaptive": [1.0, 1.2, 1.0]})))
+    speed.main(["--fold-round3", str(round3), "--apply-verdict", "--output", str(output), "--notes", ""])
+    assert applied == ["adaptive"] and "round three's winner: 'adaptive'" in capsys.readouterr().out
+    text = output.read_text()
+    assert "### Third round: the product's adaptive against spin, every cell repeated" in text
+    assert "| a | `adaptive` | 0 | 1.01 1.21 1.01 | +0% | +20% |" in text  # the repeats' spread
+    assert json.loads(output.with_suffix(".json").read_text())["contention_round3"]["repeats"] == [3, 3]
+    round3.write_text(json.dumps(_round_two_section()))  # no repeats: not a round three
+    with pytest.raises(SystemExit, match=r"round3\.json: lacks repeats"):
+        speed.main(["--fold-round3", str(round3), "--output", str(output), "--notes", ""])
 
 
 @pytest.mark.parametrize(("drop", "code"), [(None, 0), ("spin", 2)])
