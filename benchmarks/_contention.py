@@ -120,6 +120,13 @@ Its winner becomes :data:`iclfs._threads.DEFAULT_POLICY`
     $RUN $OUT --tables lung_small --policies spin --loads 1 2 4
     .venv/bin/python -m benchmarks.speed --fold-round3 $R.json --apply-verdict
 
+*Added after those steps ran, which gave no verdict* (``adaptive`` out of
+the quiet test, and ``spin``, the one policy left, lacking loaded cells,
+rule 2): ``spin``'s loaded cells on the other two tables, with the same
+repeats, so that the round reads a complete verdict:
+
+    $RUN $OUT --tables warpPIE10P Prostate_GE --policies spin --loads 1 2 4
+
 ``--estimate-epochs`` then trains each table quietly under the default policy
 with the progress log on and compares the first estimate it logged
 (:attr:`iclfs.method._progress.Progress.first_estimate`) with the real

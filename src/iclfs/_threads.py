@@ -102,9 +102,10 @@ BUSY_SAMPLE_SECONDS = 0.1
 
 #: The policy in force: the winner of the latest round of ``python -m benchmarks.speed --contention``'s rule
 #: (benchmarks/results/performance.md, "Threads on a shared machine", says each round and its verdict;
-#: ``--fold-round2 ... --apply-verdict`` writes round two's winner on this line). Both rounds kept libgomp's
-#: own (``spin``), the only policy within 5 % of its quiet epoch on all three tables, though ``passive`` stayed
-#: within 1.19x the CPU-share bound beside busy processes where ``spin`` reached 7x.
+#: ``--fold-round3 ... --apply-verdict`` writes round three's winner on this line). All three rounds kept
+#: libgomp's own (``spin``), the only policy measured within 5 % of its quiet epoch on all three tables, though
+#: ``passive`` stayed within 1.19x the CPU-share bound beside busy processes where ``spin`` reached 7x, and
+#: ``adaptive``, which runs ``spin``'s settings on a quiet machine, within 2.2x.
 DEFAULT_POLICY = "spin"
 
 
