@@ -909,7 +909,9 @@ def decision_lines(verdict: Verdict) -> list[str]:
                        "sets agreeing fully, accuracy above one run's mean) no candidate with M >= 2 would meet T1, "
                        f"T2 and T3; the highest median list agreement any could then reach is "
                        f"{top['list_median_best_case']:.2f} (M = {top['members']}, fusion "
-                       f"{fusion_name(top['fusion'])}), below T2's 0.6.")
+                       f"{fusion_name(top['fusion'])})"
+                       + (", below T2's 0.6." if top["list_median_best_case"] < 0.6 else
+                          ", and T1 or T3 fails even then."))
     w = verdict.winner
     if w is None:
         out.append("- No candidate with M >= 2 meets T1, T2 and T3 on the six reported sets: there is no winner, "
