@@ -26,10 +26,7 @@ any cell loads torch.
 
 from __future__ import annotations
 
-import os
-import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from iclfs import _threads
 
