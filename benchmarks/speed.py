@@ -723,7 +723,8 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.
     folding.add_argument("--fold-gpu-row", default=None, help="benchmarks.gpu_row's JSON")
     folding.add_argument("--apply-verdict", action="store_true",
                          help="with --fold-round3 (or --fold-round2): that round's winner becomes "
-                              "iclfs._threads.DEFAULT_POLICY (its line in src/iclfs/_threads.py); no verdict, no change")
+                              "iclfs._threads.DEFAULT_POLICY (its line in src/iclfs/_threads.py); no verdict, no "
+                              "change")
     args = parser.parse_args(argv)
     for name, default in (("datasets", DEFAULT_DATASETS), ("sweep_d", SWEEP_D), ("sweep_n", SWEEP_N),
                           ("selection_sizes", SELECTION_SIZES)):
