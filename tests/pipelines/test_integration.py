@@ -16,6 +16,7 @@ import scipy.io
 import yaml
 from kedro.framework.session import KedroSession
 
+from iclfs import _threads
 from iclfs.method._config import ParameterError
 from tests.pipelines.conftest import mlflow_runs, run_session, versions
 
@@ -51,6 +52,9 @@ def test_default_run_writes_versioned_artifacts_and_an_mlflow_run(project):
     assert not any(key.startswith("baselines.") for key in run.data.params)  # the method's own parameters only
     assert run.data.tags["runner"] == "SequentialRunner" and run.data.tags["data_source"] == "synthetic"
     assert run.data.tags["pipeline"] == "select"  # no --pipelines: the default, which is select, by its name
+    # the policy this process applied as it started
+    assert run.data.tags["thread_policy"] == _threads.describe(_threads.APPLIED).removeprefix("thread policy ")
+    assert run.data.tags["thread_policy"].startswith(_threads.APPLIED.policy)
     record = json.loads((project / "data/08_reporting/synthetic/run_record.json" / version / "run_record.json")
                         .read_text())
     assert record["pipelines"] == ["select"]

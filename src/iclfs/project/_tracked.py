@@ -38,13 +38,15 @@ def runner_name(text: Any) -> str:
 
 def run_tags(run_params: dict, catalog: Any, method: str, pipelines: list[str]) -> tuple[str, dict[str, str]]:
     """The run's name, ``<data source> · <method> · <version>`` (a benchmark's: ``benchmark · <version>``), and
-    its tags: those, the pipeline, the runner, iclfs's version, and Airflow's DAG, run, try and logical date."""
-    from iclfs import __version__
+    its tags: those, the pipeline, the runner, iclfs's version, the thread policy in force in this process (a
+    slow run is read beside it), and Airflow's DAG, run, try and logical date."""
+    from iclfs import __version__, _threads
 
     version = str(run_params.get("run_id") or run_params.get("session_id") or "")
     source = _source(catalog) or "benchmark"
     tags = {"data_source": source, "method": method, "version": version, "pipeline": ",".join(pipelines),
-            "runner": runner_name(run_params.get("runner")), "iclfs_version": __version__}
+            "runner": runner_name(run_params.get("runner")), "iclfs_version": __version__,
+            "thread_policy": _threads.describe(_threads.APPLIED).removeprefix("thread policy ")}
     tags.update({tag: os.environ[name] for name, tag in AIRFLOW.items() if os.environ.get(name)})
     benchmark = any(name.startswith("benchmark") for name in pipelines)
     return (f"benchmark · {version}" if benchmark else f"{source} · {method} · {version}"), tags
