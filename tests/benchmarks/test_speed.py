@@ -589,13 +589,21 @@ def test_the_verdict_sets_the_default_policy_line_and_this_process(tmp_path, mon
     assert source.read_text() == written
 
 
-def test_fold_round2_applies_its_verdict_only_when_it_has_one(tmp_path, monkeypatch, capsys):
+@pytest.fixture
+def folding(tmp_path, monkeypatch):
+    """A speed report to fold a round into, and the winners its verdict applies (apply_verdict stood in for: the
+    real one writes src/iclfs/_threads.py)."""
     from benchmarks import _contention
 
-    applied = []
+    applied: list[str] = []
     monkeypatch.setattr(_contention, "apply_verdict", lambda winner: applied.append(winner) or True)
     output = tmp_path / "performance.md"
     output.with_suffix(".json").write_text(json.dumps(_report()))
+    return applied, output
+
+
+def test_fold_round2_applies_its_verdict_only_when_it_has_one(tmp_path, folding, capsys):
+    applied, output = folding
     round2 = tmp_path / "round2.json"
     section = _round_two_section()
     round2.write_text(json.dumps(section))
@@ -675,13 +683,8 @@ def test_repeats_are_taken_in_turn_and_resume_where_they_stopped(tmp_path, monke
         speed.main([*common[:-2], "3", "--resume"])
 
 
-def test_fold_round3_applies_round_threes_verdict(tmp_path, monkeypatch, capsys):
-    from benchmarks import _contention
-
-    applied = []
-    monkeypatch.setattr(_contention, "apply_verdict", lambda winner: applied.append(winner) or True)
-    output = tmp_path / "performance.md"
-    output.with_suffix(".json").write_text(json.dumps(_report()))
+def test_fold_round3_applies_round_threes_verdict(tmp_path, folding, capsys):
+    applied, output = folding
     round3 = tmp_path / "round3.json"
     round3.write_text(json.dumps(_repeated(_round_two_section(), {"spin": [1.0, 1.0, 1.0], "passive": [1.0] * 3,
                                                                    "adaptive": [1.0, 1.2, 1.0]})))
