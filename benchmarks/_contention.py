@@ -428,8 +428,8 @@ def within_quiet(section: dict, policy: str) -> bool | None:
 
 
 def section_verdict(section: dict) -> dict:
-    """:func:`decide` over a measured section: its cells (:func:`merge_repeats`, the median of a cell's repeats), on its
-    tables, loads and policies."""
+    """:func:`decide` over a measured section: its cells (:func:`merge_repeats`, the median of a cell's
+    repeats), on its tables, loads and policies."""
     return decide(merge_repeats(section["rows"]), section["cores"], tables=section.get("tables"),
                   loads=section.get("loads"), order=section.get("policies"))
 
