@@ -274,7 +274,8 @@ def measure(source: str, policy: str, load: int, epochs: int, limit: float = flo
             process.wait()
     if "error" not in result:
         result["set"] = start.environment | result.get("set", {})
-    return result | {"decision": start.decision or result.get("decision"),
+    # adaptive's decision and reading are the cell's own (the product reads the load there)
+    return result | {"decision": result.get("decision"),
                      "busy": start.busy if start.busy is not None else result.get("busy")}
 
 

@@ -59,11 +59,6 @@ class Candidate:
         """Whether the product applies it itself (``ICLFS_THREAD_POLICY``): one of :data:`iclfs._threads.POLICIES`."""
         return self.name in _threads.POLICIES
 
-    @property
-    def reads_load(self) -> bool:
-        """Whether the benchmark's parent reads the load for it (the product's ``adaptive`` reads its own)."""
-        return self.follow_load
-
 
 #: Every candidate the study measured, by name, in the order its report lists them: the product's own (its
 #: environment and line taken from :data:`iclfs._threads.POLICIES`), then those that lost the study.
@@ -104,9 +99,6 @@ class Start:
         reads the load; None otherwise or when /proc/stat could not be read).
     cpus : int or None
         How many CPUs that share was read on (those the cell may use).
-    decision : str or None
-        Kept for the rows of round two, where the parent decided ``adaptive``'s wait: ``"passive"`` or
-        ``"spin"``. None now: the product's ``adaptive`` decides in the cell, whose row records it.
     """
 
     policy: str
@@ -114,7 +106,6 @@ class Start:
     threads: int | None = None
     busy: float | None = None
     cpus: int | None = None
-    decision: str | None = None
 
 
 def free_cpus(busy: float | None, cpus: int) -> int:
@@ -135,8 +126,8 @@ def decide_start(name: str, busy: float | None, cpus: int) -> Start:
     if candidate.follow_load:
         threads = free_cpus(busy, cpus)
         environment["OMP_NUM_THREADS"] = str(threads)
-    return Start("spin", environment, threads, busy if candidate.reads_load else None,
-                 cpus if candidate.reads_load else None)
+    return Start("spin", environment, threads, busy if candidate.follow_load else None,
+                 cpus if candidate.follow_load else None)
 
 
 def start(name: str, measure_busy=_threads.busy_cpus) -> Start:
@@ -146,6 +137,6 @@ def start(name: str, measure_busy=_threads.busy_cpus) -> Start:
     if name not in CANDIDATES:
         raise ValueError(f"{name!r} is no candidate of the contention study; use one of {', '.join(CANDIDATES)}")
     candidate = CANDIDATES[name]
-    if not candidate.reads_load:
+    if not candidate.follow_load:
         return decide_start(name, None, _threads.available_cpus())
     return decide_start(name, measure_busy(), _threads.available_cpus())

@@ -254,7 +254,12 @@ def apply_policy(name: str | None = None, environ: MutableMapping[str, str] = os
 
 def describe(applied: AppliedPolicy) -> str:
     """One line naming the policy in force in this process and what it set and kept (a run logs it)."""
-    line = f"thread policy {applied.policy}"
+    return f"thread policy {summary(applied)}"
+
+
+def summary(applied: AppliedPolicy) -> str:
+    """The policy in force, what ``adaptive`` read, and what it set and kept (an MLflow run's tag)."""
+    line = applied.policy
     if applied.decision is not None:
         line += (f" ({applied.decision}: other processes kept {applied.busy:.1f} of {applied.cpus} CPUs busy as it "
                  "started)" if applied.busy is not None else f" ({applied.decision}: the load could not be read)")

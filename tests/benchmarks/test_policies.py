@@ -31,7 +31,7 @@ def test_the_study_keeps_every_candidate_and_takes_the_products_own_from_the_pro
 def test_a_product_policy_starts_under_its_own_name_and_the_product_applies_it(name):
     """adaptive too: the cell's own process reads the load, as a user's run does."""
     start = _policies.start(name, measure_busy=lambda: pytest.fail("read the load"))
-    assert (start.policy, start.environment, start.busy, start.decision) == (name, {}, None, None)
+    assert (start.policy, start.environment, start.busy) == (name, {}, None)
 
 
 @pytest.mark.parametrize(("name", "environment"), [
@@ -49,7 +49,7 @@ def test_a_thread_count_from_the_free_cpus(busy, cpus, threads):
     assert _policies.free_cpus(busy, cpus) == threads
     start = _policies.decide_start("passive-free-cpus", busy, cpus)
     assert start.environment == {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": str(threads)}
-    assert (start.threads, start.busy, start.cpus, start.decision) == (threads, busy, cpus, None)
+    assert (start.threads, start.busy, start.cpus) == (threads, busy, cpus)
     assert _policies.decide_start("free-cpus", busy, cpus).environment == {"OMP_NUM_THREADS": str(threads)}
 
 

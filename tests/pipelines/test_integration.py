@@ -53,7 +53,8 @@ def test_default_run_writes_versioned_artifacts_and_an_mlflow_run(project):
     assert run.data.tags["runner"] == "SequentialRunner" and run.data.tags["data_source"] == "synthetic"
     assert run.data.tags["pipeline"] == "select"  # no --pipelines: the default, which is select, by its name
     # the policy this process applied as it started
-    assert run.data.tags["thread_policy"] == _threads.describe(_threads.APPLIED).removeprefix("thread policy ")
+    assert run.data.tags["thread_policy"] == _threads.summary(_threads.APPLIED)
+    assert _threads.describe(_threads.APPLIED) == f"thread policy {run.data.tags['thread_policy']}"
     assert run.data.tags["thread_policy"].startswith(_threads.APPLIED.policy)
     record = json.loads((project / "data/08_reporting/synthetic/run_record.json" / version / "run_record.json")
                         .read_text())

@@ -46,7 +46,7 @@ def run_tags(run_params: dict, catalog: Any, method: str, pipelines: list[str]) 
     source = _source(catalog) or "benchmark"
     tags = {"data_source": source, "method": method, "version": version, "pipeline": ",".join(pipelines),
             "runner": runner_name(run_params.get("runner")), "iclfs_version": __version__,
-            "thread_policy": _threads.describe(_threads.APPLIED).removeprefix("thread policy ")}
+            "thread_policy": _threads.summary(_threads.APPLIED)}
     tags.update({tag: os.environ[name] for name, tag in AIRFLOW.items() if os.environ.get(name)})
     benchmark = any(name.startswith("benchmark") for name in pipelines)
     return (f"benchmark · {version}" if benchmark else f"{source} · {method} · {version}"), tags
