@@ -16,6 +16,7 @@ from kedro.framework.cli.project import run as kedro_run
 from kedro.framework.startup import bootstrap_project
 
 from iclfs import cli
+from iclfs._threads import DEFAULT_POLICY
 from iclfs.project._sources import SourceError
 from tests.project_copy import copy_project
 
@@ -182,7 +183,43 @@ def test_dag_writes_a_dag_that_compiles_with_the_schedule_and_the_command(projec
     assert f"PROJECT = {str(project)!r}" in text
     assert f"COMMAND = '{sys.executable} -m iclfs --pipelines select --source expr --env local'" in text
     assert "def iclfs_expr():" in text
+    # no thread policy of its own: the task runs the one in force where Airflow starts it
+    assert task_environment(tree) == {"KEDRO_DISABLE_TELEMETRY": "1"}
     assert sorted(p.name for p in path.parent.iterdir()) == ["iclfs_expr.py"]  # no partial file left
+
+
+def task_environment(tree) -> dict:
+    """The ``env`` the DAG's task sets over Airflow's environment."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "env":
+            return ast.literal_eval(node.value)
+    raise AssertionError("no env= in the DAG")
+
+
+def test_dag_sets_the_thread_policy_airflow_conf_names_in_its_tasks_environment(project):
+    (project / "conf" / "local" / "airflow.yml").write_text(yaml.safe_dump({"select": {"thread_policy": "adaptive"}}))
+    result = CliRunner().invoke(cli.dag, ["expr"])
+    assert result.exit_code == 0, result.output
+    path = project / "airflow_dags" / "iclfs_expr.py"
+    assert result.output.strip() == (f"wrote {path}: the DAG 'iclfs_expr' refreshes 'expr' "
+                                     "(schedule \"0 3 * * *\"; thread policy adaptive)")
+    text = path.read_text()
+    compile(text, str(path), "exec")
+    assert task_environment(ast.parse(text)) == {"KEDRO_DISABLE_TELEMETRY": "1", "ICLFS_THREAD_POLICY": "adaptive"}
+
+
+@pytest.mark.parametrize("policy, hint", [("adaptiv", " (did you mean 'adaptive'?)"),
+                                          ("Passive", " (did you mean 'passive'?)"),
+                                          ("spin\"}; import os; {\"", ""), (3, "")])
+def test_dag_refuses_a_thread_policy_the_product_lacks_naming_the_three(project, policy, hint):
+    (project / "conf" / "local" / "airflow.yml").write_text(yaml.safe_dump({"select": {"thread_policy": policy}}))
+    result = CliRunner().invoke(cli.dag, ["expr"])
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith(f"Error: conf/local/airflow.yml select: thread_policy = {policy!r} is invalid: "
+                                    f"expected one of spin, passive, adaptive{hint}, or null (the policy in force "
+                                    f"where the task runs: {DEFAULT_POLICY!r} unless its environment sets "
+                                    "ICLFS_THREAD_POLICY)")
+    assert not (project / "airflow_dags").exists()
 
 
 def test_dag_takes_its_schedule_and_retries_from_conf_local(project):
@@ -219,7 +256,8 @@ def test_dag_refuses_an_unknown_key_in_airflow_conf_and_writes_nothing(project):
     result = CliRunner().invoke(cli.dag, ["expr"])
     assert result.exit_code == 1
     assert result.output.startswith("Error: conf/local/airflow.yml select: unknown key(s) schedul; known: schedule, "
-                                    "start_date, catchup, max_active_runs, owner, retries, retry_delay")
+                                    "start_date, catchup, max_active_runs, owner, retries, retry_delay, "
+                                    "thread_policy")
     assert not (project / "airflow_dags").exists()
 
 

@@ -212,7 +212,8 @@ def test_a_declared_source_refreshes_on_airflow_then_by_hand_with_another_method
     write_table(project / "data/01_raw/expr.tsv.gz", table)
     (local / "parameters_sources.yml").write_text(yaml.safe_dump(README_SOURCE))
     (local / "parameters.yml").write_text(yaml.safe_dump(FAST))
-    (local / "airflow.yml").write_text(yaml.safe_dump({"select": {"retries": 0}}))  # a failure fails at once
+    # retries 0: a failure fails at once; the task waits as on a shared server (the tracked runs say so below)
+    (local / "airflow.yml").write_text(yaml.safe_dump({"select": {"retries": 0, "thread_policy": "adaptive"}}))
 
     # 2. The DAG, written by the project's command.
     wrote = succeeded(run(step(README_STEPS[0], airflow), project), "kedro dag expr", logs)
@@ -248,6 +249,11 @@ def test_a_declared_source_refreshes_on_airflow_then_by_hand_with_another_method
         assert [(h.value, h.step) for h in history] == [(K, 0)]  # no step per k
         assert tracked.data.tags["data_source"] == SOURCE
         assert tracked.data.tags["airflow.dag_id"] == f"iclfs_{SOURCE}"
+        # the policy in force in the task's own process, as it started: airflow.yml's, and what adaptive read
+        # (adaptive reads nothing where the environment already says how threads wait: OMP_WAIT_POLICY, say)
+        policy = tracked.data.tags["thread_policy"]
+        assert re.fullmatch(r"adaptive( \((spin|passive): other processes kept [0-9.]+ of \d+ CPUs busy as it "
+                            r"started\))?(;.*)?", policy), policy
     for tracked, output in zip(runs, dag_runs):  # each MLflow run names its own DAG run
         assert tracked.data.tags["airflow.run_id"] and tracked.data.tags["airflow.run_id"] in output
     assert runs[0].data.tags["airflow.run_id"] != runs[1].data.tags["airflow.run_id"]
@@ -298,6 +304,7 @@ def test_a_declared_source_refreshes_on_airflow_then_by_hand_with_another_method
     assert ndfs_params.get("selection.method") == "ndfs"
     assert not [p for p in ndfs_params if p.startswith(("training.", "baselines.cae"))], sorted(ndfs_params)
     assert "airflow.run_id" not in runs[-1].data.tags  # run by hand
+    assert not runs[-1].data.tags["thread_policy"].startswith("adaptive")  # the DAG's policy is the DAG's alone
 
     # 6. A refresh on a changed table: 5 genes dropped (one of them on the last ICLFS list), 3 new, 2 samples gone.
     last_list = listed(project, second)

@@ -282,14 +282,20 @@ def dag(source: str, env: str, target_dir: str) -> None:
 
 
 def _schedule_of(path: Path) -> str:
-    """The schedule the written DAG holds, as the user reads it."""
+    """The schedule the written DAG holds, and the thread policy its task sets if it sets one, as the user
+    reads them."""
     import ast
 
+    from iclfs._threads import POLICY_VARIABLE
+
+    shown, policy = "schedule unknown", None
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.keyword) and node.arg == "schedule" and isinstance(node.value, ast.Constant):
             schedule = node.value.value
-            return "no schedule: it runs when triggered" if schedule is None else f'schedule "{schedule}"'
-    return "schedule unknown"
+            shown = "no schedule: it runs when triggered" if schedule is None else f'schedule "{schedule}"'
+        if isinstance(node, ast.keyword) and node.arg == "env" and isinstance(node.value, ast.Dict):
+            policy = ast.literal_eval(node.value).get(POLICY_VARIABLE)
+    return shown if policy is None else f"{shown}; thread policy {policy}"
 
 
 class _Stopped(Exception):  # noqa: N818  (a signal, not an error)

@@ -4,7 +4,9 @@ One refresh is one Kedro session: one task that runs ``select`` on the
 source with the project's own interpreter, in the project's folder. So a
 refresh is one MLflow run and one run record, its stability compares it
 with the last published list, and Airflow's own environment needs nothing
-of the project's. The schedule and retries come from ``conf/<env>/airflow.yml``.
+of the project's. The schedule and retries come from ``conf/<env>/airflow.yml``, and so does the thread
+policy the task sets (``thread_policy``: ``ICLFS_THREAD_POLICY`` in the task's environment, where the
+process reads it before torch loads, docs/guides/performance.md).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from kedro.config import MissingConfigException
 
+from iclfs import _threads
 from iclfs.method._config import closest
 
 from ._resolvers import check_data_source
@@ -25,7 +28,7 @@ from ._sources import SourceError
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "airflow_dag.py.j2"
 DEFAULTS = {"schedule": "0 3 * * *", "start_date": [2026, 1, 1], "catchup": False, "max_active_runs": 1,
-            "owner": "iclfs", "retries": 1, "retry_delay": 5}
+            "owner": "iclfs", "retries": 1, "retry_delay": 5, "thread_policy": None}
 
 
 def command(source: str, env: str, python: str) -> str:
@@ -75,7 +78,22 @@ def _options(airflow: object, env: str) -> dict:
             raise refuse(key, f"a whole number >= {least}")
     if not isinstance(options["owner"], str) or not options["owner"].strip():
         raise refuse("owner", "a name")
+    policy = options["thread_policy"]
+    if policy is not None and policy not in _threads.POLICIES:
+        hint = closest(policy, _threads.POLICIES) if isinstance(policy, str) else ""
+        raise refuse("thread_policy", f"one of {', '.join(_threads.POLICIES)}{hint}, or null (the policy in "
+                                      f"force where the task runs: {_threads.DEFAULT_POLICY!r} unless its "
+                                      f"environment sets {_threads.POLICY_VARIABLE})")
     return {**options, "start_date": start}
+
+
+def task_environment(options: Mapping) -> dict[str, str]:
+    """The variables the refresh's task sets over Airflow's own environment: no telemetry prompt, and the
+    thread policy ``airflow.yml`` names (``ICLFS_THREAD_POLICY``, read before torch loads), if it names one."""
+    environment = {"KEDRO_DISABLE_TELEMETRY": "1"}
+    if options["thread_policy"] is not None:
+        environment[_threads.POLICY_VARIABLE] = options["thread_policy"]
+    return environment
 
 
 def check_environment(env: str, conf: Path) -> None:
@@ -133,13 +151,13 @@ def write_dag(source: str, env: str = "local", target: Path = Path("airflow_dags
     options = _options({} if select is None else select, env)  # `select: []` is refused, not read as no settings
     # Every value from a name, a path, the environment or conf enters the file as a Python literal (repr), or
     # inside the docstring's literal, escaped: none is ever code (a folder may be named '""";import os;"""').
-    values = {key: repr(value) for key, value in options.items() if key != "start_date"}
+    values = {key: repr(value) for key, value in options.items() if key not in ("start_date", "thread_policy")}
     text = jinja2.Environment(autoescape=False, keep_trailing_newline=True).from_string(TEMPLATE.read_text()).render(
         docstring=_docstring(source, env), project=repr(str(project)), dag_id=repr(f"iclfs_{source}"),
         function="iclfs_" + re.sub(r"[^A-Za-z0-9_]", "_", source),
         command=repr(command(source, env, python or sys.executable)),
         start_date=", ".join(str(int(part)) for part in options["start_date"]), source_literal=repr(source),
-        **values)
+        environment=repr(task_environment(options)), **values)
     compile(text, f"iclfs_{source}.py", "exec")  # what is written is Python; a fault here is ours, said at once
     target = target if target.is_absolute() else project / target
     target.mkdir(parents=True, exist_ok=True)
