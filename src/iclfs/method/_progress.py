@@ -29,8 +29,10 @@ STEADY = 3  # epochs after the first whose median is the run's own pace at its s
 RECENT = 3  # the last epochs whose median is its pace now
 BUSY = 2.0  # epochs this many times slower than the start: the machine is busy, and the log says so
 QUIET = 1.25  # back under this, a later slowdown is said again
-BUSY_REMEDIES = ("fewer threads (runtime.num_threads: 1), threads that sleep while they wait "
-                 "(OMP_WAIT_POLICY=PASSIVE; docs/guides/performance.md), or another time of day")
+# for the next run: OpenMP read how its threads wait when torch loaded, so this run keeps its own
+BUSY_REMEDIES = ("fewer threads (runtime.num_threads: 1), threads that sleep while other processes are busy "
+                 "(ICLFS_THREAD_POLICY=adaptive, or thread_policy: adaptive in airflow.yml for a scheduled refresh; "
+                 "docs/guides/performance.md), or another time of day")
 
 
 def duration(seconds: float) -> str:
