@@ -127,6 +127,49 @@ repeats, so that the round reads a complete verdict:
 
     $RUN $OUT --tables warpPIE10P Prostate_GE --policies spin --loads 1 2 4
 
+**Fourth round, fixed before its results: a quiet test that can resolve
+5 %.** Round three gave ``spin`` the verdict only because ``adaptive``
+failed the quiet test (+11.2 %, -4.1 %, +10.9 %), although it read the
+machine as quiet in all 15 of its quiet cells and so ran exactly ``spin``'s
+settings: an A/A comparison, whose five fresh processes a cell lay 29-82 %
+apart. Before writing this, fresh ``spin`` processes on the quiet machine
+(no results of ``adaptive``) gave each process's median epoch a spread of
+about 8.5 % (standard deviation over the mean, 12 processes, warpPIE10P)
+and 13 % (7, lung_small). The median of K processes then has a standard
+deviation of about 1.25 s / sqrt(K), and the difference of two such medians
+sqrt(2) times that: with K = 40, about 2.4 % at s = 8.5 % and 3.7 % at
+s = 13 %, so
+that two policies whose epochs are equal pass the 5 % test most of the time
+and a policy 10 % slower fails it most of the time. Round four:
+
+- measures only the quiet cells of ``spin`` and the product's ``adaptive``
+  on the same three tables, 40 fresh processes each (``--repeats 40 1
+  --loads 0``), a repeat going through every table and both policies
+  before the next starts, the two policies' order swapped every other
+  repeat (so that neither always runs right after the other);
+- reads a cell's quiet epoch as round three did (the median over its
+  repeats of each repeat's median epoch) and the quiet test unchanged: a
+  policy is within 5 % when its quiet epoch is at most 1.05 times
+  ``spin``'s on every table; the report adds, for information, a bootstrap
+  95 % interval of each ratio (2,000 resamples of the repeats) and how many
+  of ``adaptive``'s processes read the machine as busy;
+- takes the loaded cells, and so each policy's worst ratio over every table
+  and N, from round three, as measured there (each against its own quiet
+  epoch of that round);
+- decides by the rule unchanged: among the policies within 5 % of
+  ``spin``'s quiet epoch on every table (round four), whose thread count
+  does not follow the load, the lowest worst ratio (round three). The
+  winner becomes :data:`iclfs._threads.DEFAULT_POLICY`
+  (``--fold-round4 ... --apply-verdict``).
+
+Its commands, on the project's 2-core machine with every other job stopped:
+
+    R=benchmarks/results/contention_round4
+    .venv/bin/python -m benchmarks.speed --contention --estimate-epochs 0 --resume --repeats 40 1 \
+        --json $R.json --csv $R.csv --output $R.md --minutes 100 --cell-seconds 60 \
+        --tables lung_small warpPIE10P Prostate_GE --policies spin adaptive --loads 0
+    .venv/bin/python -m benchmarks.speed --fold-round4 $R.json --apply-verdict
+
 ``--estimate-epochs`` then trains each table quietly under the default policy
 with the progress log on and compares the first estimate it logged
 (:attr:`iclfs.method._progress.Progress.first_estimate`) with the real
@@ -571,8 +614,10 @@ def run(args) -> dict:
                                 "commands": [*section.get("environment", {}).get("commands", []),
                                              "python -m benchmarks.speed " + " ".join(sys.argv[1:])]}}
     done = {_repeat_key(r) for r in section["rows"] if "error" not in r}
-    # interleaved: one repeat goes through every table, N and policy before the next starts
-    plan = [(t, p, n, k) for k in range(max(repeats)) for t in tables for n in loads for p in args.policies
+    # interleaved: one repeat goes through every table, N and policy before the next starts; the policies'
+    # order swapped every other repeat, so that none always runs right after another (round four)
+    plan = [(t, p, n, k) for k in range(max(repeats)) for t in tables for n in loads
+            for p in (args.policies if k % 2 == 0 else args.policies[::-1])
             if k < repeats[0 if n == 0 else 1] and (t, p, n, k) not in done]
     started = time.perf_counter()
     budget, longest, left = 60 * args.minutes, 0.0, []

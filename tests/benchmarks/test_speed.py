@@ -646,7 +646,7 @@ def test_a_cell_measured_several_times_is_read_as_the_median_of_its_repeats():
 
 def test_repeats_are_taken_in_turn_and_resume_where_they_stopped(tmp_path, monkeypatch, capsys):
     """--repeats 2 1: every quiet cell twice, every loaded cell once, the second quiet round after the first
-    round went through every table, N and policy."""
+    round went through every table, N and policy, the policies in the other order."""
     from benchmarks import _contention
 
     measured = []
@@ -668,7 +668,7 @@ def test_repeats_are_taken_in_turn_and_resume_where_they_stopped(tmp_path, monke
               str(tmp_path / "r3.md"), "--notes", "", "--repeats", "2", "1"]
     speed.main(common)
     first = [(t, p, n) for t in ("lung_small", "warpPIE10P") for n in (0, 1) for p in ("spin", "adaptive")]
-    assert measured == first + [(t, p, 0) for t in ("lung_small", "warpPIE10P") for p in ("spin", "adaptive")]
+    assert measured == first + [(t, p, 0) for t in ("lung_small", "warpPIE10P") for p in ("adaptive", "spin")]
     section = json.loads(raw.read_text())
     assert section["repeats"] == [2, 1] and len(section["rows"]) == 12
     assert sorted({r["repeat"] for r in section["rows"] if r["load"] == 0}) == [0, 1]
