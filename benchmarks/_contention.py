@@ -478,6 +478,124 @@ def section_verdict(section: dict) -> dict:
                   loads=section.get("loads"), order=section.get("policies"))
 
 
+def quiet_comparison(section: dict, resamples: int = 2000, seed: int = 0) -> dict:
+    """Each policy's quiet epoch on each table of ``section`` against ``spin``'s, from their repeats.
+
+    Returns
+    -------
+    dict
+        {(policy, table): {"seconds": the cell's epoch (:func:`merge_repeats`), "repeats": its repeats'
+        medians, "ratio": against spin's, "interval": a bootstrap 95 % interval of the ratio (``resamples``
+        resamples of both cells' repeats, for information), "busy": how many of its repeats read the machine
+        as busy (``adaptive``'s decision passive), "decided": how many read it at all}}
+    """
+    rng = np.random.default_rng(seed)
+    good = [r for r in section["rows"] if "error" not in r and r["load"] == 0]
+    repeats: dict[tuple, list[float]] = {}
+    busy: dict[tuple, int] = {}
+    decided: dict[tuple, int] = {}
+    for r in good:
+        key = (r["policy"], r["table"])
+        repeats.setdefault(key, []).append(r["median_seconds"])
+        busy[key] = busy.get(key, 0) + (r.get("decision") == "passive")
+        decided[key] = decided.get(key, 0) + (r.get("decision") is not None)
+    out = {}
+    for (policy, table), values in repeats.items():
+        today = repeats.get((TODAY, table))
+        seconds = statistics.median(values)
+        entry = {"seconds": seconds, "repeats": values, "busy": busy[(policy, table)],
+                 "decided": decided[(policy, table)], "ratio": None, "interval": None}
+        if today:
+            entry["ratio"] = seconds / statistics.median(today)
+        if today and resamples:
+            draws = [np.median(rng.choice(values, len(values))) / np.median(rng.choice(today, len(today)))
+                     for _ in range(resamples)]
+            entry["interval"] = (float(np.quantile(draws, 0.025)), float(np.quantile(draws, 0.975)))
+        out[(policy, table)] = entry
+    return out
+
+
+def quiet_round_verdict(quiet: dict, loaded: dict, policies=_policies.CANDIDATES) -> dict:
+    """Round four's rule: the quiet test from ``quiet`` (a round of quiet cells, many repeats), each policy's
+    worst ratio under load from ``loaded`` (round three's section, each ratio against its own quiet epoch).
+
+    Returns
+    -------
+    dict
+        ``eligible`` and ``out`` (within 5 % of ``spin``'s quiet epoch on every table of ``quiet``, or over it
+        on one; a policy lacking a quiet cell is neither), ``worst`` {policy: its worst ratio in ``loaded``},
+        ``complete`` (every loaded cell measured there), ``winner`` (the eligible, complete policy whose
+        thread count does not follow the load with the lowest worst ratio; None if none), ``missing`` {policy:
+        what it lacks}.
+    """
+    compared = quiet_comparison(quiet, resamples=0)
+    tables, order = quiet["tables"], quiet["policies"]
+    before = section_verdict(loaded)
+
+    def within(policy: str) -> bool | None:
+        cells = [compared.get((policy, t)) for t in tables]
+        if any(c is not None and c["ratio"] is not None and c["ratio"] > 1 + QUIET_TOLERANCE for c in cells):
+            return False
+        return None if any(c is None or c["ratio"] is None for c in cells) else True
+
+    eligible = [p for p in order if within(p) is True]
+    out = [p for p in order if within(p) is False]
+    # every loaded cell of round three measured (its own verdict counts only the policies it found within 5 %)
+    needed = [(t, n) for t in loaded["tables"] for n in loaded["loads"] if n]
+    complete = [p for p in order if needed and all(c in before["ratios"].get(p, {}) for c in needed)]
+    missing = {p: ["quiet cells"] for p in order if within(p) is None}
+    missing |= {p: ["loaded cells (round three)"] for p in eligible if p not in complete}
+    pool = [p for p in eligible if p in complete and not policies[p].follow_load]
+    winner = min(pool, key=lambda p: (before["worst"][p], order.index(p))) if pool else None
+    return {"eligible": eligible, "out": out, "worst": before["worst"], "complete": complete,
+            "winner": winner, "missing": missing}
+
+
+def render_quiet_round(section: dict, loaded: dict, title: str) -> list[str]:
+    """The Markdown lines of a quiet round (round four) under ``title``, judged with ``loaded``'s worst ratios."""
+    compared = quiet_comparison(section)
+    verdict = quiet_round_verdict(section, loaded)
+    env = section["environment"]
+    counts = sorted({len(c["repeats"]) for c in compared.values()})
+    lines = ["", title, "",
+             f"Measured on {section['cores']} cores, last {env['date']} (load average {env['load_before']:.2f} "
+             f"before it), {section['epochs']} epochs a process after one warm-up, each quiet cell in "
+             f"{'-'.join(map(str, (counts[0], counts[-1]))) if len(counts) > 1 else counts[0]} fresh processes "
+             "taken in turn with the other policy's (their order swapped every other repeat), its epoch the median "
+             "of its processes' medians (the rule: `benchmarks/_contention.py`, \"Fourth round\"):", "",
+             "```bash", *env["commands"], "```", "",
+             "| table | policy | processes | quiet s | against `spin` | bootstrap 95 % interval | processes that "
+             "read the machine as busy | within 5 % |", "|---|---|---|---|---|---|---|---|"]
+    for table in section["tables"]:
+        for policy in section["policies"]:
+            c = compared.get((policy, table))
+            if c is None:
+                lines.append(f"| {table} | `{policy}` | 0 | — | — | — | — | — |")
+                continue
+            ratio, interval = c["ratio"], c["interval"]
+            lines.append(
+                f"| {table} | `{policy}` | {len(c['repeats'])} | {c['seconds']:.3g} | "
+                + ("—" if ratio is None else f"{ratio - 1:+.1%}") + " | "
+                + ("—" if interval is None or policy == TODAY else f"{interval[0] - 1:+.1%} to {interval[1] - 1:+.1%}")
+                + (f" | {c['busy']} of {c['decided']} | " if c["decided"] else " | — | ")
+                + ("—" if ratio is None else "yes" if ratio <= 1 + QUIET_TOLERANCE else "no") + " |")
+    lines += ["", "Each policy's worst ratio under load, from the third round (every table and N = 1, 2, 4, each "
+                  "against the policy's own quiet epoch there):", "",
+              "| policy | within 5 % quiet on every table | worst ratio under load (round three) |", "|---|---|---|"]
+    for policy in section["policies"]:
+        within = "yes" if policy in verdict["eligible"] else "no" if policy in verdict["out"] else "not yet known"
+        worst = verdict["worst"].get(policy)
+        lines.append(f"| `{policy}` | {within} | {'—' if worst is None else f'{worst:.2f}'} |")
+    winner = verdict["winner"]
+    lines += ["", "**The rule** (unchanged): among the policies whose quiet epoch is within 5 % of `spin`'s on every "
+                  "table and whose thread count does not follow the load, the lowest worst-case ratio. "
+              + (f"**Winner: `{winner}`** (worst ratio {verdict['worst'][winner]:.2f})." if winner else
+                 f"**No verdict yet**: {verdict['missing']}." if verdict["missing"] else
+                 "**No policy qualifies.**"),
+              "", f"In force now (`iclfs._threads.DEFAULT_POLICY`): `{_threads.DEFAULT_POLICY}`."]
+    return lines
+
+
 def render(section: dict, title: str = "## Threads on a shared machine") -> list[str]:
     """The Markdown lines of the speed report's contention section, under ``title`` (its own subsections one
     level below)."""

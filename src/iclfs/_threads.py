@@ -102,11 +102,12 @@ BUSY_SAMPLE_SECONDS = 0.1
 
 #: The policy in force: the winner of the latest round of ``python -m benchmarks.speed --contention``'s rule
 #: (benchmarks/results/performance.md, "Threads on a shared machine", says each round and its verdict;
-#: ``--fold-round3 ... --apply-verdict`` writes round three's winner on this line). All three rounds kept
-#: libgomp's own (``spin``), the only policy measured within 5 % of its quiet epoch on all three tables, though
-#: ``passive`` stayed within 1.19x the CPU-share bound beside busy processes where ``spin`` reached 7x, and
-#: ``adaptive``, which runs ``spin``'s settings on a quiet machine, within 2.2x.
-DEFAULT_POLICY = "spin"
+#: ``--fold-round4 ... --apply-verdict`` wrote round four's winner on this line). Rounds one to three kept
+#: libgomp's own (``spin``): no other policy was measured within 5 % of its quiet epoch, ``adaptive`` included,
+#: though on a quiet machine it runs ``spin``'s settings (five processes a cell could not resolve 5 %). Round
+#: four measured the quiet test in 40 processes a cell: ``adaptive`` within it on all three tables, and its
+#: worst ratio beside busy processes (2.19, round three) below ``spin``'s (4.56).
+DEFAULT_POLICY = "adaptive"
 
 
 @dataclass(frozen=True)
@@ -229,8 +230,8 @@ def apply_policy(name: str | None = None, environ: MutableMapping[str, str] = os
     counts as unset (OpenMP rejects it). A policy that reads the load (``adaptive``) reads it with
     ``measure_busy`` only when its choice can still matter here: no wait variable of the user's, torch not
     yet loaded. Records the policy's name in ``$ICLFS_THREAD_POLICY`` for the processes this one starts (each
-    of them reads the load for itself), and whether torch was loaded already (then libgomp had read its
-    settings).
+    of them reads the load for itself, unless this one set a wait variable: they inherit it as set), and
+    whether torch was loaded already (then libgomp had read its settings).
     """
     name = name or environ.get(POLICY_VARIABLE) or DEFAULT_POLICY
     policy = policy_named(name)

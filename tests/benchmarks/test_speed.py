@@ -699,6 +699,51 @@ def test_fold_round3_applies_round_threes_verdict(tmp_path, folding, capsys):
         speed.main(["--fold-round3", str(round3), "--output", str(output), "--notes", ""])
 
 
+def _quiet_round(factor: float, repeats: int = 40) -> dict:
+    """Round four: quiet cells only, ``repeats`` processes a cell; adaptive's epochs ``factor`` x spin's, spread
+    alike, every adaptive process reading the machine as quiet."""
+    rows = [{"table": t, "policy": p, "load": 0, "repeat": k, "threads": 2, "d": 4, "n": 3, "load_average": 0.0,
+             "median_seconds": base * (1.0 + 0.02 * (k % 5)) * (factor if p == "adaptive" else 1.0),
+             "epoch_seconds": [base] * 5, "decision": "spin" if p == "adaptive" else None}
+            for k in range(repeats) for t, base in (("a", 1.0), ("b", 2.0)) for p in ("spin", "adaptive")]
+    return {"rows": rows, "cores": 2, "tables": ["a", "b"], "policies": ["spin", "adaptive"], "loads": [0],
+            "epochs": 5, "repeats": [repeats, 1],
+            "environment": {"date": "d", "load_before": 0.1, "commands": ["python -m benchmarks.speed --repeats 40 1"]}}
+
+
+@pytest.mark.parametrize(("factor", "winner"), [(1.02, "adaptive"), (1.08, "spin")])
+def test_fold_round4_judges_its_quiet_cells_with_round_threes_loaded_ratios(tmp_path, folding, capsys, factor,
+                                                                            winner):
+    """Round three left adaptive out of the quiet test (12 % over spin's epoch there) although its ratios under
+    load beat spin's; round four's 40 processes a cell decide the quiet test alone."""
+    applied, output = folding
+    round3, round4 = tmp_path / "round3.json", tmp_path / "round4.json"
+    round3.write_text(json.dumps(_repeated(_round_two_section(), {"spin": [1.0] * 3, "passive": [1.0] * 3,
+                                                                   "adaptive": [1.12] * 3})))
+    round4.write_text(json.dumps(_quiet_round(factor)))
+    common = ["--output", str(output), "--notes", ""]
+    with pytest.raises(SystemExit):  # judged with round three's loaded cells: the report must hold them
+        speed.main(["--fold-round4", str(round4), *common])
+    assert "--fold-round4 is judged with round three's loaded cells" in capsys.readouterr().err
+    speed.main(["--fold-round3", str(round3), "--apply-verdict", *common])
+    assert applied == ["spin"]  # round three: adaptive out of its quiet test
+    speed.main(["--fold-round4", str(round4), "--apply-verdict", *common])
+    assert applied == ["spin", winner] and f"round four's winner: '{winner}'" in capsys.readouterr().out
+    text = output.read_text()
+    assert "### Fourth round: the quiet test in 40 processes a cell" in text
+    assert f"| a | `adaptive` | 40 | {1.04 * factor:.3g} | +{factor - 1:.1%} | " in text  # spin's median 1.04
+    assert "| 0 of 40 | " + ("yes" if factor < 1.05 else "no") + " |" in text  # no process read the machine busy
+    worst3 = _contention_section_worst(json.loads(round3.read_text()))
+    assert f"| `adaptive` | {'yes' if factor < 1.05 else 'no'} | {worst3['adaptive']:.2f} |" in text
+    assert f"**Winner: `{winner}`** (worst ratio {worst3[winner]:.2f})" in text
+
+
+def _contention_section_worst(section: dict) -> dict:
+    from benchmarks import _contention
+
+    return _contention.section_verdict(section)["worst"]
+
+
 @pytest.mark.parametrize(("drop", "code"), [(None, 0), ("spin", 2)])
 def test_contention_within_answers_by_its_exit_code(tmp_path, drop, code, capsys):
     section = _round_two_section()

@@ -186,8 +186,8 @@ def test_epochs_twice_as_slow_as_the_start_say_the_machine_is_busy_by_how_much_a
     assert busy[0] == (logging.WARNING, "net: the epochs now take 3.0x as long as at this run's start (1.5 s "
                                         "against 0.5 s): the machine is busy with other work, and at this pace the "
                                         f"rest takes about 2.2 min. To speed it up: {BUSY_REMEDIES}")  # at epoch 12
-    assert "runtime.num_threads: 1" in BUSY_REMEDIES and "ICLFS_THREAD_POLICY=adaptive" in BUSY_REMEDIES
-    assert "thread_policy: adaptive in airflow.yml" in BUSY_REMEDIES
+    assert "runtime.num_threads: 1" in BUSY_REMEDIES and "ICLFS_THREAD_POLICY=passive" in BUSY_REMEDIES
+    assert "thread_policy: passive in airflow.yml" in BUSY_REMEDIES
     # 2.4x (epochs 31-40, after a quiet spell) is said again; 12x at the end, more than twice 2.4x, too
     assert [t.split(" as long")[0].rsplit(" ", 1)[1] for _, t in busy] == ["3.0x", "2.4x", "12.0x"]
 
