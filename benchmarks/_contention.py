@@ -138,9 +138,9 @@ about 8.5 % (standard deviation over the mean, 12 processes, warpPIE10P)
 and 13 % (7, lung_small). The median of K processes then has a standard
 deviation of about 1.25 s / sqrt(K), and the difference of two such medians
 sqrt(2) times that: with K = 40, about 2.4 % at s = 8.5 % and 3.7 % at
-s = 13 %, so
-that two policies whose epochs are equal pass the 5 % test most of the time
-and a policy 10 % slower fails it most of the time. Round four:
+s = 13 %, so that two policies whose epochs are equal pass the 5 % test
+most of the time and a policy 10 % slower fails it most of the time. Round
+four:
 
 - measures only the quiet cells of ``spin`` and the product's ``adaptive``
   on the same three tables, 40 fresh processes each (``--repeats 40 1
@@ -169,6 +169,9 @@ Its commands, on the project's 2-core machine with every other job stopped:
         --json $R.json --csv $R.csv --output $R.md --minutes 100 --cell-seconds 60 \
         --tables lung_small warpPIE10P Prostate_GE --policies spin adaptive --loads 0
     .venv/bin/python -m benchmarks.speed --fold-round4 $R.json --apply-verdict
+
+The first command's own page (``$R.md``) reads a round of quiet cells alone as one without a verdict; the
+round's page is its section of the speed report, which the second writes, and ``$R.md`` is not kept.
 
 ``--estimate-epochs`` then trains each table quietly under the default policy
 with the progress log on and compares the first estimate it logged
@@ -576,7 +579,8 @@ def render_quiet_round(section: dict, loaded: dict, title: str) -> list[str]:
             lines.append(
                 f"| {table} | `{policy}` | {len(c['repeats'])} | {c['seconds']:.3g} | "
                 + ("—" if ratio is None else f"{ratio - 1:+.1%}") + " | "
-                + ("—" if interval is None or policy == TODAY else f"{interval[0] - 1:+.1%} to {interval[1] - 1:+.1%}")
+                + ("—" if interval is None or policy == TODAY else
+                   f"{interval[0] - 1:+.1%} to {interval[1] - 1:+.1%}")
                 + (f" | {c['busy']} of {c['decided']} | " if c["decided"] else " | — | ")
                 + ("—" if ratio is None else "yes" if ratio <= 1 + QUIET_TOLERANCE else "no") + " |")
     lines += ["", "Each policy's worst ratio under load, from the third round (every table and N = 1, 2, 4, each "

@@ -165,15 +165,20 @@ def dag_call(tree: ast.Module) -> dict:
     raise AssertionError("no @dag(...) call")
 
 
-def test_dag_writes_a_dag_that_compiles_with_the_schedule_and_the_command(project):
+def written_dag(project, said: str) -> tuple[Path, str, ast.Module]:
+    """``kedro dag expr`` in ``project``: its file, text and tree, once its one line says ``said`` after the
+    path and the file compiles."""
     result = CliRunner().invoke(cli.dag, ["expr"])
     assert result.exit_code == 0, result.output
     path = project / "airflow_dags" / "iclfs_expr.py"
-    assert result.output.strip() == (f"wrote {path}: the DAG 'iclfs_expr' refreshes 'expr' "
-                                     "(schedule \"0 3 * * *\")")
+    assert result.output.strip() == f"wrote {path}: the DAG 'iclfs_expr' refreshes 'expr' ({said})"
     text = path.read_text()
-    tree = ast.parse(text)
     compile(text, str(path), "exec")
+    return path, text, ast.parse(text)
+
+
+def test_dag_writes_a_dag_that_compiles_with_the_schedule_and_the_command(project):
+    path, text, tree = written_dag(project, 'schedule "0 3 * * *"')
     call = dag_call(tree)
     assert ast.literal_eval(call["dag_id"]) == "iclfs_expr"
     assert ast.literal_eval(call["schedule"]) == "0 3 * * *"  # conf/base/airflow.yml's
@@ -197,15 +202,9 @@ def task_environment(tree) -> dict:
 
 
 def test_dag_sets_the_thread_policy_airflow_conf_names_in_its_tasks_environment(project):
-    (project / "conf" / "local" / "airflow.yml").write_text(yaml.safe_dump({"select": {"thread_policy": "adaptive"}}))
-    result = CliRunner().invoke(cli.dag, ["expr"])
-    assert result.exit_code == 0, result.output
-    path = project / "airflow_dags" / "iclfs_expr.py"
-    assert result.output.strip() == (f"wrote {path}: the DAG 'iclfs_expr' refreshes 'expr' "
-                                     "(schedule \"0 3 * * *\"; thread policy adaptive)")
-    text = path.read_text()
-    compile(text, str(path), "exec")
-    assert task_environment(ast.parse(text)) == {"KEDRO_DISABLE_TELEMETRY": "1", "ICLFS_THREAD_POLICY": "adaptive"}
+    (project / "conf" / "local" / "airflow.yml").write_text(yaml.safe_dump({"select": {"thread_policy": "passive"}}))
+    _, _, tree = written_dag(project, 'schedule "0 3 * * *"; thread policy passive')
+    assert task_environment(tree) == {"KEDRO_DISABLE_TELEMETRY": "1", "ICLFS_THREAD_POLICY": "passive"}
 
 
 @pytest.mark.parametrize("policy, hint", [("adaptiv", " (did you mean 'adaptive'?)"),

@@ -708,7 +708,8 @@ def _quiet_round(factor: float, repeats: int = 40) -> dict:
             for k in range(repeats) for t, base in (("a", 1.0), ("b", 2.0)) for p in ("spin", "adaptive")]
     return {"rows": rows, "cores": 2, "tables": ["a", "b"], "policies": ["spin", "adaptive"], "loads": [0],
             "epochs": 5, "repeats": [repeats, 1],
-            "environment": {"date": "d", "load_before": 0.1, "commands": ["python -m benchmarks.speed --repeats 40 1"]}}
+            "environment": {"date": "d", "load_before": 0.1,
+                            "commands": ["python -m benchmarks.speed --repeats 40 1"]}}
 
 
 @pytest.mark.parametrize(("factor", "winner"), [(1.02, "adaptive"), (1.08, "spin")])
