@@ -10,13 +10,14 @@ the same order), how many lists of the k grid are identical, whether the
 whole ranking is, and the largest difference of a feature's score.
 
 Issue 59's target under load (the epoch at most 1.5x the CPU-share bound
-beside 1, 2 and 4 busy processes) is reached on the smallest table only by
-fewer threads under load (a thread that has nothing to wait for wakes no
-sleeping one). This page measures what that would cost: if a run's list
-differs between thread counts, a policy whose count follows the load makes
-the list depend on how busy the machine was, which is why
-``iclfs._threads`` never changes the count (the contention rule's
-condition, ``benchmarks/_contention.py``).
+beside 1, 2 and 4 busy processes) was missed on the smallest table by
+passive waiting at an unchanged thread count (2.0x and 2.2x, contention
+rounds two and three): each short parallel region wakes a sleeping thread.
+Fewer threads under load would wake none. This page measures what that
+would cost: if a run's list differs between thread counts, a policy whose
+count follows the load makes the list depend on how busy the machine was,
+which is why ``iclfs._threads`` never changes the count (the contention
+rule's condition, ``benchmarks/_contention.py``).
 """
 
 from __future__ import annotations
@@ -67,9 +68,9 @@ def measure(table, epochs: int, threads) -> dict:
 
 def render(results: dict, command: str, date: str) -> str:
     lines = ["# A run's list at different thread counts", "",
-             f"Measured {date} on this machine's CPU with `{command}`: one default ICLFS run of each table at each "
-             "thread count (`runtime.num_threads`), the default settings but the epochs, each against the run at "
-             "the first count. Why it matters: `benchmarks/thread_count.py`.", "",
+             f"Measured {date} on this machine's CPU with `{command}`: one ICLFS run of each table at each "
+             "thread count (`runtime.num_threads`), the default settings with the epochs given, each against the "
+             "run at the first count. Why it matters: `benchmarks/thread_count.py`.", "",
              "| table | n x d | epochs | threads | k | Jaccard at k | same list at k | identical lists of the k grid "
              "| same ranking | largest score difference | seconds |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
