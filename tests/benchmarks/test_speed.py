@@ -733,6 +733,7 @@ def test_fold_round4_judges_its_quiet_cells_with_round_threes_loaded_ratios(tmp_
     text = output.read_text()
     assert "### Fourth round: the quiet test in 40 processes a cell" in text
     assert f"| a | `adaptive` | 40 | {1.04 * factor:.3g} | +{factor - 1:.1%} | " in text  # spin's median 1.04
+    assert f"| +{factor - 1:.1%} | 0 of 40 | " in text  # the mean against spin's: the same factor
     assert "| 0 of 40 | " + ("yes" if factor < 1.05 else "no") + " |" in text  # no process read the machine busy
     worst3 = _contention_section_worst(json.loads(round3.read_text()))
     assert f"| `adaptive` | {'yes' if factor < 1.05 else 'no'} | {worst3['adaptive']:.2f} |" in text
