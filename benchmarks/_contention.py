@@ -504,14 +504,15 @@ def quiet_comparison(section: dict, resamples: int = 2000, seed: int = 0) -> dic
         repeats.setdefault(key, []).append(r["median_seconds"])
         busy[key] = busy.get(key, 0) + (r.get("decision") == "passive")
         decided[key] = decided.get(key, 0) + (r.get("decision") is not None)
+    cells = {_key(r): r["median_seconds"] for r in merge_repeats(good)}  # the cells as the rule reads them
     out = {}
     for (policy, table), values in repeats.items():
         today = repeats.get((TODAY, table))
-        seconds = statistics.median(values)
+        seconds = cells[(table, policy, 0)]
         entry = {"seconds": seconds, "repeats": values, "busy": busy[(policy, table)],
                  "decided": decided[(policy, table)], "ratio": None, "interval": None, "mean_ratio": None}
         if today:
-            entry["ratio"] = seconds / statistics.median(today)
+            entry["ratio"] = seconds / cells[(table, TODAY, 0)]
             entry["mean_ratio"] = statistics.mean(values) / statistics.mean(today)
         if today and resamples:
             draws = [np.median(rng.choice(values, len(values))) / np.median(rng.choice(today, len(today)))
@@ -534,22 +535,13 @@ def quiet_round_verdict(quiet: dict, loaded: dict, policies=_policies.CANDIDATES
         thread count does not follow the load with the lowest worst ratio; None if none), ``missing`` {policy:
         what it lacks}.
     """
-    compared = quiet_comparison(quiet, resamples=0)
-    tables, order = quiet["tables"], quiet["policies"]
-    before = section_verdict(loaded)
-
-    def within(policy: str) -> bool | None:
-        cells = [compared.get((policy, t)) for t in tables]
-        if any(c is not None and c["ratio"] is not None and c["ratio"] > 1 + QUIET_TOLERANCE for c in cells):
-            return False
-        return None if any(c is None or c["ratio"] is None for c in cells) else True
-
-    eligible = [p for p in order if within(p) is True]
-    out = [p for p in order if within(p) is False]
+    order = quiet["policies"]
+    now, before = section_verdict(quiet), section_verdict(loaded)  # the quiet test is decide's, on this round
+    eligible, out = now["eligible"], now["out"]
     # every loaded cell of round three measured (its own verdict counts only the policies it found within 5 %)
     needed = [(t, n) for t in loaded["tables"] for n in loaded["loads"] if n]
     complete = [p for p in order if needed and all(c in before["ratios"].get(p, {}) for c in needed)]
-    missing = {p: ["quiet cells"] for p in order if within(p) is None}
+    missing = {p: ["quiet cells"] for p in order if p not in eligible and p not in out}
     missing |= {p: ["loaded cells (round three)"] for p in eligible if p not in complete}
     pool = [p for p in eligible if p in complete and not policies[p].follow_load]
     winner = min(pool, key=lambda p: (before["worst"][p], order.index(p))) if pool else None
