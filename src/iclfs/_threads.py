@@ -21,9 +21,9 @@ Three policies, each a named :class:`ThreadPolicy` in :data:`POLICIES`:
 ``spin`` (libgomp's own wait), ``passive`` (threads sleep at once, for a
 shared machine) and ``adaptive`` (libgomp's own wait, unless other processes
 keep the CPUs this one may use busy as it starts: then passive; it reads
-their lines of /proc/stat over 0.1 s, :func:`busy_cpus`). The thread count is
-never changed: CPU results are bit-identical only at equal counts, and a
-run's list must not depend on how busy the machine was. :data:`DEFAULT_POLICY`
+their lines of /proc/stat over 0.1 s, :func:`busy_cpus`). None changes the
+thread count (docs/guides/performance.md says what fewer threads under load
+would give). :data:`DEFAULT_POLICY`
 names the one in force, chosen by the contention benchmark's rule (``python
 -m benchmarks.speed --contention``); ``ICLFS_THREAD_POLICY=<name>`` picks
 another. The study's other candidates lost it and live in
@@ -31,6 +31,10 @@ another. The study's other candidates lost it and live in
 own ``OMP_WAIT_POLICY``, ``GOMP_SPINCOUNT``, ``KMP_BLOCKTIME`` or
 ``OMP_NUM_THREADS`` wins. ``runtime.num_threads`` still sets torch's thread
 count for a training (:func:`iclfs.method._runtime.compute_settings`).
+
+Importing this module also sets :data:`REPRODUCIBLE_GEMM` (MKL's strict
+reproducible mode), which a ``fast`` training on CPU needs to end in the same
+bits at any thread count; MKL reads it at its first matrix product.
 
 Where torch is already loaded (``ICLFSSelector`` in a user's own process),
 the wait settings can no longer reach libgomp: :attr:`AppliedPolicy.torch_loaded`
@@ -50,6 +54,12 @@ from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+#: Intel MKL's strict conditional numerical reproducibility: its matrix products then give the same bits at
+#: any thread count (without it a 325 x 325 by 325 x 73 product, lung_small's, differed between 1 and 4
+#: threads); ``AUTO`` keeps this CPU's fastest code path, and at 1 and 2 threads the products measured the
+#: same speed and the same bits with it as without (docs/guides/performance.md, "Lists that do not depend on
+#: the thread count"). MKL reads it at its first matrix product; set on import unless the user set it.
+REPRODUCIBLE_GEMM = ("MKL_CBWR", "AUTO,STRICT")
 #: Names the policy to apply instead of :data:`DEFAULT_POLICY`.
 POLICY_VARIABLE = "ICLFS_THREAD_POLICY"
 #: When set, each process that applies the policy writes what it applied to ``<this folder>/<pid>.json``
@@ -253,6 +263,16 @@ def apply_policy(name: str | None = None, environ: MutableMapping[str, str] = os
     return AppliedPolicy(name, done, kept, torch_loaded, decision, busy, cpus)
 
 
+def reproducible_gemm(environ: MutableMapping[str, str] = os.environ) -> bool:
+    """Put :data:`REPRODUCIBLE_GEMM` in ``environ`` unless it has the variable (an empty value counts as unset);
+    whether it was set here."""
+    variable, value = REPRODUCIBLE_GEMM
+    if environ.get(variable):
+        return False
+    environ[variable] = value
+    return True
+
+
 def describe(applied: AppliedPolicy) -> str:
     """One line naming the policy in force in this process and what it set and kept (a run logs it)."""
     return f"thread policy {summary(applied)}"
@@ -282,7 +302,8 @@ def write_report(applied: AppliedPolicy, environ: MutableMapping[str, str] = os.
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"pid": os.getpid(), "argv": sys.argv, "time": time.time(), **applied.__dict__,
-                                    "environment": {v: os.environ.get(v) for v in POLICY_VARIABLES}}))
+                                    "environment": {v: os.environ.get(v)
+                                                    for v in (*POLICY_VARIABLES, REPRODUCIBLE_GEMM[0])}}))
     except OSError:
         return None  # a report is a diagnostic: it never stops a run
     return path
@@ -290,4 +311,5 @@ def write_report(applied: AppliedPolicy, environ: MutableMapping[str, str] = os.
 
 #: What this process applied when it first imported this module.
 APPLIED = apply_policy()
+reproducible_gemm()
 write_report(APPLIED)

@@ -1,4 +1,4 @@
-"""benchmarks/thread_count.py: a run's list at two thread counts, on a tiny table."""
+"""benchmarks/thread_count.py: a run's list at several thread counts, on a tiny table."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from benchmarks import thread_count
 
 
 @pytest.mark.slow  # three ICLFS runs of 2 epochs on a 40 x 60 table: seconds
-def test_the_page_compares_each_count_with_the_first_and_equal_counts_agree_bit_for_bit(tmp_path):
+def test_the_page_compares_each_count_with_the_first_and_every_count_agrees_bit_for_bit(tmp_path):
     page = tmp_path / "thread_count.md"
     assert thread_count.main(["--tables", "synthetic:60x40", "--epochs", "2", "--threads", "1", "1", "2",
                               "--output", str(page)]) == 0
@@ -21,7 +21,8 @@ def test_the_page_compares_each_count_with_the_first_and_equal_counts_agree_bit_
     # the same count twice: the same run, bit for bit (what the comparison is measured against)
     assert same["same_list_at_k"] and same["same_ranking"] and same["jaccard_at_k"] == 1.0
     assert same["max_score_difference"] == 0.0 and same["same_lists_of_grid"] == same["grid"] > 0
-    assert 0.0 <= other["jaccard_at_k"] <= 1.0 and other["grid"] == same["grid"]
+    # another count: the same run too, since a fast training on CPU does not depend on the thread count
+    assert other == same
     text = page.read_text()
     assert record["command"] in text and "| synthetic:60x40 | 40 x 60 | 2 | 1 vs 1 |" in text
     assert "| synthetic:60x40 | 40 x 60 | 2 | 1 vs 2 |" in text

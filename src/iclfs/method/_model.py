@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._attention import blocked_attention, literal_attention
+from ._attention import at_least_float32, blocked_attention, flash_attention, literal_attention
 from ._runtime import Regime, rows_per_block
 
 ATTENTION_KERNELS = ("fused", "blocked", "literal")
@@ -23,7 +23,9 @@ class FeatureAttention(nn.Module):
     computed; all three give the same result up to float rounding:
 
     * ``fused``: ``scaled_dot_product_attention`` (flash attention on CPU and
-      CUDA); never materializes the d x d weights.
+      CUDA); never materializes the d x d weights. On CPU its backward pass is
+      :func:`iclfs.method._attention.attention_backward`, whose result does not
+      depend on the thread count.
     * ``blocked``: :func:`iclfs.method._attention.blocked_attention`, blocks of
       ``block_rows`` query rows (sized to a 256 MiB budget when None),
       recomputed in the backward pass; it holds at most one block of the
@@ -56,9 +58,7 @@ class FeatureAttention(nn.Module):
     def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         """softmax(q k^T / sqrt(n)) v for (d, n) projections, with the ``fused`` or ``blocked`` kernel."""
         if self.kernel == "fused":
-            # 4-D (batch, heads, rows, dim): the fused kernels reject 3-D inputs
-            # and would silently fall back to the d x d math path.
-            return F.scaled_dot_product_attention(q[None, None], k[None, None], v[None, None])[0, 0]
+            return flash_attention(q, k, v)
         if self.kernel == "blocked":
             return blocked_attention(q, k, v, self.block_rows or rows_per_block(q.shape[0]))
         raise ValueError("the literal kernel attends inside F.multi_head_attention_forward; call forward")
@@ -69,6 +69,36 @@ class FeatureAttention(nn.Module):
             return literal_attention(self, x)
         q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
         return self.out_proj(self.attend(q, k, v))
+
+
+class ThreadInvariantBatchNorm1d(nn.BatchNorm1d):
+    """``nn.BatchNorm1d`` whose batch statistics on CPU are the same at any thread count.
+
+    torch's CPU batch-norm kernel sums a channel's batch over threads, each a
+    share of the rows, so its mean and variance round differently at 1 and 2
+    threads (by up to 4e-6 on warpPIE10P's 2420 x 210 map) and a run's list
+    moved with the thread count. Here they are column means (``mean(0)``),
+    which torch computes one column per thread, each in one order. Same
+    parameters, buffers and state dict as ``nn.BatchNorm1d``; evaluation
+    (running statistics, an elementwise map) is torch's own.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or x.dim() != 2:
+            return super().forward(x)
+        x = at_least_float32(x)  # as autocast runs torch's batch norm: in float32
+        mean = x.mean(0)
+        centered = x - mean
+        var = (centered * centered).mean(0)
+        if self.track_running_stats:
+            with torch.no_grad():
+                self.num_batches_tracked.add_(1)
+                factor = (1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum)
+                unbiased = var * (x.shape[0] / max(x.shape[0] - 1, 1))
+                self.running_mean.lerp_(mean, factor)
+                self.running_var.lerp_(unbiased, factor)
+        y = centered * torch.rsqrt(var + self.eps)
+        return y * self.weight + self.bias if self.affine else y
 
 
 class ICLFSNetwork(nn.Module):
@@ -94,6 +124,11 @@ class ICLFSNetwork(nn.Module):
         See :class:`FeatureAttention`.
     attention_block_rows : int or None, default=None
         See :class:`FeatureAttention`.
+    thread_invariant : bool, default=False
+        True: :class:`ThreadInvariantBatchNorm1d` in every BN layer, so that
+        with the ``fused`` or ``blocked`` kernel a CPU training's result does
+        not depend on torch's thread count. False: ``nn.BatchNorm1d``, as the
+        paper's loop runs it.
     """
 
     def __init__(
@@ -108,22 +143,24 @@ class ICLFSNetwork(nn.Module):
         use_attention: bool = True,
         attention_kernel: str = "fused",
         attention_block_rows: int | None = None,
+        thread_invariant: bool = False,
     ) -> None:
         super().__init__()
         bn = {"momentum": bn_momentum, "eps": bn_eps}
+        norm_layer = ThreadInvariantBatchNorm1d if thread_invariant else nn.BatchNorm1d
         self.attention = FeatureAttention(n_samples, attention_kernel, attention_block_rows) if use_attention else None
         self.encoder = nn.Sequential(
             nn.Linear(n_samples, regime.d_e),
-            nn.BatchNorm1d(regime.d_e, **bn),
+            norm_layer(regime.d_e, **bn),
             nn.LeakyReLU(leaky_slope),
             nn.Dropout(dropout),
             nn.Linear(regime.d_e, regime.d_h),
         )
         self.project_in = nn.Sequential(
-            nn.Linear(regime.d_h, regime.d_p), nn.BatchNorm1d(regime.d_p, **bn), nn.ReLU()
+            nn.Linear(regime.d_h, regime.d_p), norm_layer(regime.d_p, **bn), nn.ReLU()
         )
         self.project_mid = nn.Sequential(
-            nn.Linear(regime.d_p, regime.d_p), nn.BatchNorm1d(regime.d_p, **bn), nn.ReLU()
+            nn.Linear(regime.d_p, regime.d_p), norm_layer(regime.d_p, **bn), nn.ReLU()
         )
         self.project_out = nn.Linear(regime.d_p, regime.d_z)
 

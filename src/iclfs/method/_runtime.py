@@ -124,6 +124,14 @@ def parameter_count(n: int, regime: Regime, use_attention: bool = True) -> int:
     return attention + encoder + projector + regime.d_p * regime.d_z + regime.d_z
 
 
+#: Query rows per block of the fused kernel's backward pass on CPU
+#: (:class:`~iclfs.method._attention._FlashAttention`): small enough that a block's weights stay in cache.
+#: At Prostate_GE's 5966 x 102 maps, forward and backward of the attention core took 0.56 s with 256-row
+#: blocks, 0.68 s with 64 and 0.64 s with PyTorch's own flash backward; at warpPIE10P's 2420 x 210, 0.13 s
+#: against 0.16 s (2 threads, median of 5; docs/guides/performance.md, "What the `fast` schedule changes").
+FLASH_BACKWARD_ROWS = 256
+
+
 def estimate_training_memory(
     d: int, n: int, regime: Regime, schedule: str = "fast", attention_kernel: str = "fused",
     use_attention: bool = True, loss_block_rows: int | None = None,
@@ -148,7 +156,8 @@ def estimate_training_memory(
         if keeps_weights(d, block):  # each forward pass keeps its d x d weights for its backward pass
             attention_work += alive_forwards * d * d * FLOAT
     else:
-        attention_work = 8 * d * n * FLOAT  # flash kernels: small per-row buffers
+        # flash kernels: small per-row buffers; on CPU the backward pass's block of weights and their gradient
+        attention_work = 8 * d * n * FLOAT + 2 * min(d, FLASH_BACKWARD_ROWS) * d * FLOAT
     if schedule == "paper":
         loss_work = 4 * d * (d + 1) * FLOAT  # dense logits, their softmax and grad, the Gram matrix
     else:

@@ -47,7 +47,7 @@ class TrainingResult:
     regime: Regime
     device: str
     precision: str = "fp32"  # the resolved precision (fp32, tf32 or bf16)
-    threads: int = 1  # torch's intra-op threads during training: CPU results are bit-identical at equal counts
+    threads: int = 1  # torch's intra-op threads during training (``paper`` on CPU: its bits depend on them)
     attention_kernel: str = "fused"  # fused, blocked, literal, or none without attention
     loss_block_rows: int | None = None  # InfoNCE logits rows per block (fast); None for paper's dense losses
     history: list[dict] = field(default_factory=list)  # one row per epoch
@@ -56,9 +56,15 @@ class TrainingResult:
 
 def build_model(plan: TrainingPlan, training: TrainingConfig) -> ICLFSNetwork:
     """The network a plan describes: ``plan.n`` columns, its regime's layer sizes, its attention kernel
-    (docs/method.md §3), with ``training``'s dropout."""
+    (docs/method.md §3), with ``training``'s dropout.
+
+    On CPU the ``fast`` schedule's network trains to the same result at any
+    thread count (``thread_invariant``); the ``paper`` schedule keeps torch's
+    own batch norm, to repeat the published loop bit for bit.
+    """
     return ICLFSNetwork(plan.n, plan.regime, dropout=training.dropout, use_attention=plan.use_attention,
-                        attention_kernel=plan.attention_kernel)
+                        attention_kernel=plan.attention_kernel,
+                        thread_invariant=plan.device.type == "cpu" and plan.schedule != "paper")
 
 
 def decorrelation_weight(training: TrainingConfig, regime: Regime) -> float:

@@ -66,7 +66,7 @@ def train_members(inverted_data: np.ndarray, feature_names: list[str], ground_tr
         One row per member, feature block and epoch (loss, its terms, seconds)
         with the member's seed, its samples and the network's features, and the device, precision, thread count,
         attention kernel, InfoNCE block rows, regime and schedule used. CPU
-        results are bit-identical at the same seed and thread count. Another method: its epochs (CAE,
+        results are bit-identical at the same seed (``paper``: and thread count). Another method: its epochs (CAE,
         LS-CAE, one network per k), or one row with its time.
     member_scores : dict of str to ndarray of shape (members, d)
         ICLFS: the paper's four scores of method.md §5 by each member; another method: its score
