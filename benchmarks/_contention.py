@@ -173,6 +173,55 @@ Its commands, on the project's 2-core machine with every other job stopped:
 The first command's own page (``$R.md``) reads a round of quiet cells alone as one without a verdict; the
 round's page is its section of the speed report, which the second writes, and ``$R.md`` is not kept.
 
+**Fifth round, fixed before its results: the thread count may follow the
+load.** Rounds one to four kept every policy whose thread count follows the
+load out of the verdict: a run's list then depended on its thread count
+(``benchmarks/thread_count.py``). A ``fast`` training on CPU now ends in the
+same bits at any thread count (``benchmarks/results/thread_count.md``: 1 to
+4 threads, lung_small and warpPIE10P, identical; docs/guides/performance.md,
+"Lists that do not depend on the thread count"), so that condition is
+dropped from the rule. What was seen before writing this: on the new code,
+three fresh processes a cell of ``adaptive`` and of ``passive-free-cpus``
+(one thread and passive waiting under load) on lung_small and warpPIE10P
+(``benchmarks/results/contention_fewer_threads.json``, exploratory, not read
+by any verdict): against ``adaptive``'s own quiet epoch, one thread under
+load read at most 1.48x on those two tables and two threads 2.20x
+(lung_small, N = 4), while on warpPIE10P two threads read lower than one.
+Round five's candidate is ``adaptive-threads``: ``adaptive`` on a quiet
+machine (nothing set), and under load passive waiting with the thread
+count of the CPUs the busy processes leave free (:func:`benchmarks._policies.free_cpus`).
+It:
+
+- runs on the new code, with the machine otherwise quiet, the cells of
+  ``adaptive`` and ``adaptive-threads`` on lung_small, warpPIE10P and
+  Prostate_GE, quiet and beside N = 1, 2, 4 busy processes: each quiet cell
+  in 5 fresh processes and each loaded cell in 3, interleaved as round three
+  (``--repeats 5 3``, the two policies' order swapped every other repeat);
+- reads a cell as rounds three and four (the median of its processes'
+  medians) and each ratio against the policy's own quiet epoch of this round;
+- takes the quiet test from round four: ``adaptive-threads`` runs
+  ``adaptive``'s settings whenever it reads the machine as quiet (both set
+  nothing), so round four's 40-process verdict for ``adaptive`` (within 5 %
+  of ``spin`` on every table) is its verdict too; this round reports how
+  many of either's quiet processes read the machine as busy, and a policy
+  with any such process is judged by its own quiet cells instead;
+- takes ``spin``'s worst ratio under load from round three (4.56): its
+  threads spin whatever the kernels; and ``spin`` stays in the rule only as
+  the quiet reference;
+- decides by the rule otherwise unchanged: among the policies within 5 % of
+  ``spin``'s quiet epoch on every table, the lowest worst ratio over every
+  table and N (a tie: the policy in force). If ``adaptive-threads`` wins it
+  enters the product under its name and becomes
+  :data:`iclfs._threads.DEFAULT_POLICY`, and ``adaptive`` leaves the product
+  for this study's candidates.
+
+Its command, on the project's 2-core machine with every other job stopped:
+
+    R=benchmarks/results/contention_round5
+    .venv/bin/python -m benchmarks.speed --contention --estimate-epochs 0 --resume --repeats 5 3 \
+        --json $R.json --csv $R.csv --output $R.md --minutes 60 --cell-seconds 60 \
+        --tables lung_small warpPIE10P Prostate_GE --policies adaptive adaptive-threads --loads 1 2 4
+
 ``--estimate-epochs`` then trains each table quietly under the default policy
 with the progress log on and compares the first estimate it logged
 (:attr:`iclfs.method._progress.Progress.first_estimate`) with the real
@@ -321,7 +370,7 @@ def measure(source: str, policy: str, load: int, epochs: int, limit: float = flo
     if "error" not in result:
         result["set"] = start.environment | result.get("set", {})
     # adaptive's decision and reading are the cell's own (the product reads the load there)
-    return result | {"decision": result.get("decision"),
+    return result | {"decision": start.decision or result.get("decision"),
                      "busy": start.busy if start.busy is not None else result.get("busy")}
 
 

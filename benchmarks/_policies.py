@@ -14,11 +14,13 @@ processes already running) and passes them in the cell's environment, under
 ``spin``, which sets nothing, so they are what the cell runs with (a user's
 own variables win in :mod:`iclfs._threads`).
 
-Two candidates here read the load as the cell starts, with the product's own
-reading (:func:`iclfs._threads.busy_cpus`: the CPUs the process may use,
+Three candidates here read the load as the cell starts, with the product's
+own reading (:func:`iclfs._threads.busy_cpus`: the CPUs the process may use,
 their own lines of /proc/stat, sampled over 0.1 s): ``free-cpus`` and
 ``passive-free-cpus`` set the thread count to the CPUs other processes leave
-free (:func:`free_cpus`).
+free (:func:`free_cpus`), and ``adaptive-threads`` does so, with passive
+waiting, only when they keep its CPUs busy (``adaptive``'s test), running
+libgomp's own settings otherwise (round five).
 
 Standard library only, as :mod:`iclfs._threads`: the parent decides before
 any cell loads torch.
@@ -45,14 +47,19 @@ class Candidate:
         One line for the benchmark's report.
     follow_load : bool
         Set ``OMP_NUM_THREADS`` to the CPUs the cell may use less those other processes keep busy
-        (:func:`free_cpus`). CPU results are bit-identical only at the same thread count, so with it a
-        table's lists can change with the machine's load.
+        (:func:`free_cpus`). Until a ``fast`` training on CPU ended in the same bits at any thread count
+        (rounds one to four), a table's lists could change with the machine's load under it.
+    when_busy : bool
+        Apply ``environment`` and ``follow_load`` only when other processes keep at least
+        :data:`iclfs._threads.BUSY_THRESHOLD` of the cell's CPUs busy as it starts; else set nothing
+        (libgomp's own spin), as the product's ``adaptive`` decides.
     """
 
     name: str
     environment: tuple[tuple[str, str], ...] = ()
     about: str = ""
     follow_load: bool = False
+    when_busy: bool = False
 
     @property
     def in_product(self) -> bool:
@@ -77,6 +84,10 @@ CANDIDATES: dict[str, Candidate] = {
                   "libgomp's default wait", follow_load=True),
         Candidate("passive-free-cpus", (("OMP_WAIT_POLICY", "PASSIVE"),),
                   "OMP_WAIT_POLICY=PASSIVE and OMP_NUM_THREADS = the CPUs not busy at start", follow_load=True),
+        Candidate("adaptive-threads", (("OMP_WAIT_POLICY", "PASSIVE"),),
+                  "libgomp's default wait and thread count, unless other processes keep at least half of one "
+                  "of this process's CPUs busy when it starts (sampled over 0.1 s): then OMP_WAIT_POLICY=PASSIVE "
+                  "and OMP_NUM_THREADS = the CPUs they leave free (at least 1)", follow_load=True, when_busy=True),
     )
 }
 
@@ -94,6 +105,8 @@ class Start:
         The OpenMP variables the parent puts in the cell's environment.
     threads : int or None
         The thread count chosen (``follow_load``), None otherwise.
+    decision : str or None
+        A ``when_busy`` candidate's: ``"passive"`` (busy: its variables set) or ``"spin"`` (nothing set).
     busy : float or None
         The CPUs other processes kept busy as the cell started, of ``cpus`` (read only for a candidate that
         reads the load; None otherwise or when /proc/stat could not be read).
@@ -106,6 +119,7 @@ class Start:
     threads: int | None = None
     busy: float | None = None
     cpus: int | None = None
+    decision: str | None = None
 
 
 def free_cpus(busy: float | None, cpus: int) -> int:
@@ -122,12 +136,14 @@ def decide_start(name: str, busy: float | None, cpus: int) -> Start:
     candidate = CANDIDATES[name]
     if candidate.in_product:
         return Start(name, {})  # the product applies its own policy in the cell
+    if candidate.when_busy and (busy is None or busy < _threads.BUSY_THRESHOLD):
+        return Start("spin", {}, None, busy, cpus, "spin")  # quiet (or unread): libgomp's own, as adaptive
     environment, threads = dict(candidate.environment), None
     if candidate.follow_load:
         threads = free_cpus(busy, cpus)
         environment["OMP_NUM_THREADS"] = str(threads)
     return Start("spin", environment, threads, busy if candidate.follow_load else None,
-                 cpus if candidate.follow_load else None)
+                 cpus if candidate.follow_load else None, "passive" if candidate.when_busy else None)
 
 
 def start(name: str, measure_busy=_threads.busy_cpus) -> Start:

@@ -18,13 +18,13 @@ PYTHON = sys.executable
 
 def test_the_study_keeps_every_candidate_and_takes_the_products_own_from_the_product():
     assert list(_policies.CANDIDATES) == ["spin", "passive", "adaptive", "short-spin", "brief-spin", "free-cpus",
-                                          "passive-free-cpus"]
+                                          "passive-free-cpus", "adaptive-threads"]
     for name, policy in _threads.POLICIES.items():
         candidate = _policies.CANDIDATES[name]
         assert (candidate.environment, candidate.about, candidate.in_product) == (policy.environment, policy.about,
                                                                                   True)
     assert not any(_policies.CANDIDATES[name].in_product for name in ("short-spin", "brief-spin", "free-cpus",
-                                                                       "passive-free-cpus"))
+                                                                       "passive-free-cpus", "adaptive-threads"))
 
 
 @pytest.mark.parametrize("name", ["passive", "adaptive"])
@@ -51,6 +51,20 @@ def test_a_thread_count_from_the_free_cpus(busy, cpus, threads):
     assert start.environment == {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": str(threads)}
     assert (start.threads, start.busy, start.cpus) == (threads, busy, cpus)
     assert _policies.decide_start("free-cpus", busy, cpus).environment == {"OMP_NUM_THREADS": str(threads)}
+
+
+@pytest.mark.parametrize(("busy", "cpus", "environment", "decision"), [
+    (None, 2, {}, "spin"), (0.0, 2, {}, "spin"), (0.49, 2, {}, "spin"),
+    (0.5, 2, {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "2"}, "passive"),
+    (2.0, 2, {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "1"}, "passive"),
+    (2.6, 8, {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "5"}, "passive")])
+def test_adaptive_threads_is_adaptive_on_a_quiet_machine_and_takes_the_free_cpus_under_load(busy, cpus, environment,
+                                                                                           decision):
+    """Quiet or unread: nothing set (libgomp's own, as adaptive there); busy by adaptive's test: passive waiting
+    and the free CPUs' count."""
+    start = _policies.decide_start("adaptive-threads", busy, cpus)
+    assert (start.policy, start.environment, start.decision) == ("spin", environment, decision)
+    assert start.threads == (int(environment["OMP_NUM_THREADS"]) if environment else None)
 
 
 def test_start_reads_the_load_for_a_candidate_that_reads_it_and_refuses_an_unknown_name():
