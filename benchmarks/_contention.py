@@ -189,7 +189,7 @@ load read at most 1.48x on those two tables and two threads 2.20x
 (lung_small, N = 4), while on warpPIE10P two threads read lower than one.
 Round five's candidate is ``adaptive-threads``: ``adaptive`` on a quiet
 machine (nothing set), and under load passive waiting with the thread
-count of the CPUs the busy processes leave free (:func:`benchmarks._policies.free_cpus`).
+count of the CPUs the busy processes leave free (:func:`iclfs._threads.free_cpus`).
 It:
 
 - runs on the new code, with the machine otherwise quiet, the cells of
@@ -644,6 +644,114 @@ def render_quiet_round(section: dict, loaded: dict, title: str) -> list[str]:
               + (f"**Winner: `{winner}`** (worst ratio {verdict['worst'][winner]:.2f})." if winner else
                  f"**No verdict yet**: {verdict['missing']}." if verdict["missing"] else
                  "**No policy qualifies.**"),
+              "", f"In force now (`iclfs._threads.DEFAULT_POLICY`): `{_threads.DEFAULT_POLICY}`."]
+    return lines
+
+
+def load_round_verdict(section: dict, quiet: dict, loaded: dict, policies=_policies.CANDIDATES) -> dict:
+    """Round five's rule: each policy's worst ratio under load from ``section`` (its own cells, each against
+    the policy's own quiet epoch there), the quiet test from ``quiet`` (round four: 40 processes a cell) and
+    ``spin``'s worst ratio from ``loaded`` (round three).
+
+    A policy of ``section`` that is not in round four takes the quiet verdict of the one whose settings it
+    runs when it reads the machine as quiet (``adaptive-threads``: ``adaptive``'s, both setting nothing
+    there), as long as none of its quiet processes here read the machine as busy.
+
+    Returns
+    -------
+    dict
+        ``worst`` {policy: its worst ratio}, ``ratios`` {policy: {(table, N): ratio}}, ``quiet_busy``
+        {policy: (quiet processes that read the machine as busy, those that read it)}, ``eligible`` (within
+        5 % quiet, by round four), ``complete`` (every loaded cell measured), ``winner`` (the eligible,
+        complete policy with the lowest worst ratio; a tie goes to the policy in force; None while a cell is
+        missing), ``missing`` {policy: what it lacks}.
+    """
+    here = section_verdict(section)
+    before = quiet_round_verdict(quiet, loaded, policies)
+    quiet_busy: dict[str, tuple[int, int]] = {}
+    for r in section["rows"]:
+        if r["load"] == 0 and "error" not in r and r.get("decision"):
+            busy, read = quiet_busy.get(r["policy"], (0, 0))
+            quiet_busy[r["policy"]] = (busy + (r["decision"] == "passive"), read + 1)
+    eligible = [p for p in before["eligible"] if p not in section["policies"]]  # spin, the quiet reference
+    for policy in section["policies"]:
+        busy, read = quiet_busy.get(policy, (0, 0))
+        stand_in = policy if policy in quiet["policies"] else "adaptive" if policies[policy].when_busy else None
+        if stand_in in before["eligible"] and read and not busy:
+            eligible.append(policy)
+    needed = [(t, n) for t in section["tables"] for n in section["loads"] if n]
+    complete = [p for p in section["policies"] if all(c in here["ratios"].get(p, {}) for c in needed)]
+    worst = {p: here["worst"][p] for p in complete}
+    if TODAY in before["worst"]:
+        worst[TODAY] = before["worst"][TODAY]
+        complete.append(TODAY)
+    missing = {p: [f"{t} N={n}" for t, n in needed if (t, n) not in here["ratios"].get(p, {})]
+               for p in section["policies"] if p not in complete}
+    pool = [p for p in eligible if p in complete]
+    in_force = _threads.DEFAULT_POLICY
+    winner = (min(pool, key=lambda p: (worst[p], p != in_force)) if pool and not missing else None)
+    return {"worst": worst, "ratios": here["ratios"], "quiet": here["quiet"], "quiet_busy": quiet_busy,
+            "eligible": eligible, "complete": complete, "winner": winner, "missing": missing}
+
+
+def render_load_round(section: dict, quiet: dict, loaded: dict, title: str) -> list[str]:
+    """The Markdown lines of round five under ``title``, judged by :func:`load_round_verdict`."""
+    verdict = load_round_verdict(section, quiet, loaded)
+    rows, env, cores = merge_repeats(section["rows"]), section["environment"], section["cores"]
+    by_key = {_key(r): r for r in rows}
+    loads = section["loads"]
+    lines = ["", title, "",
+             f"Measured on {cores} cores, last {env['date']} (load average {env['load_before']:.2f} before it), "
+             f"{section['epochs']} epochs a process after one warm-up (fewer, at least 2, in square brackets, once "
+             f"a cell has taken {section.get('cell_limit', float('inf')):g} s), each quiet cell in "
+             f"{section['repeats'][0]} fresh processes and each loaded cell in {section['repeats'][1]}, taken in "
+             "turn with the other policy's, its epoch the median of its processes' medians (the rule: "
+             "`benchmarks/_contention.py`, \"Fifth round\"); a fast training on CPU here ends in the same bits at "
+             "any thread count:", "", "```bash", *env["commands"], "```", "",
+             "The epoch's median, quiet and beside N busy processes (pure-Python loops); in brackets its ratio "
+             "to the CPU-share bound, the policy's quiet epoch x (1 + N / cores); the threads each cell ran on. "
+             "Policies:", ""]
+    lines += [f"- `{name}`: {_policies.CANDIDATES[name].about}" for name in section["policies"]]
+    lines += ["", "| table | n x d | policy | threads | " + " | ".join(
+        "quiet s" if n == 0 else f"N={n} s (ratio)" for n in loads) + " | worst ratio |",
+        "|---|---|---|---|" + "---|" * len(loads) + "---|"]
+    for table in section["tables"]:
+        for policy in section["policies"]:
+            cells, shape, threads = [], "", []
+            for load in loads:
+                r = by_key.get((table, policy, load))
+                if r is None or "error" in r:
+                    cells.append("—" if r is None else f"failed: {r['error']}")
+                    continue
+                shape = f"{r['n']} x {r['d']}"
+                threads.append(str(r["threads"]))
+                ratio = verdict["ratios"].get(policy, {}).get((table, load))
+                cells.append(f"{r['median_seconds']:.3g}" + (f" ({ratio:.2f})" if ratio is not None else "")
+                             + ("" if len(r["epoch_seconds"]) >= section["epochs"] else
+                                f" [{len(r['epoch_seconds'])} epochs]"))
+            table_worst = max((v for (t, _), v in verdict["ratios"].get(policy, {}).items() if t == table),
+                              default=None)
+            lines.append(f"| {table} | {shape} | `{policy}` | {'/'.join(threads)} | " + " | ".join(cells)
+                         + f" | {'—' if table_worst is None else f'{table_worst:.2f}'} |")
+    lines += ["", "Each policy against the rule: the quiet test from round four (`adaptive-threads` runs "
+                  "`adaptive`'s settings whenever it reads the machine as quiet), `spin`'s worst ratio under load "
+                  "from round three.", "",
+              "| policy | within 5 % of `spin` quiet | quiet processes here that read the machine as busy | "
+              "worst ratio under load |", "|---|---|---|---|"]
+    for policy in [TODAY, *section["policies"]]:
+        busy, read = verdict["quiet_busy"].get(policy, (0, 0))
+        worst = verdict["worst"].get(policy)
+        lines.append(f"| `{policy}` | {'yes' if policy in verdict['eligible'] else 'no'} | "
+                     + (f"{busy} of {read}" if read else "—") + " | "
+                     + ("—" if worst is None else f"{worst:.2f}" + (" (round three)" if policy == TODAY else ""))
+                     + " |")
+    winner = verdict["winner"]
+    lines += ["", "**The rule** (round five: the thread count may follow the load): among the policies within 5 % "
+                  "of `spin`'s quiet epoch on every table, the lowest worst ratio over every table and N. "
+              + (f"**Winner: `{winner}`** (worst ratio {verdict['worst'][winner]:.2f})." if winner else
+                 "**No verdict yet**: " + "; ".join(f"`{p}` needs {', '.join(c)}"
+                                                   for p, c in verdict["missing"].items()) + "."
+                 if verdict["missing"] else "**No policy qualifies.**"),
               "", f"In force now (`iclfs._threads.DEFAULT_POLICY`): `{_threads.DEFAULT_POLICY}`."]
     return lines
 

@@ -2,13 +2,14 @@
 --contention``, :mod:`benchmarks._contention`).
 
 The product keeps those that serve a user (:data:`iclfs._threads.POLICIES`:
-``spin``, libgomp's own wait; ``passive``, for a shared machine; ``adaptive``,
-which reads the load as a process starts and waits passively when other
-processes keep its CPUs busy); the others lost the study and live here, so
-that its rounds can be rendered and measured again. A cell of the study is a
-fresh process: the product applies its own policies there itself
-(``ICLFS_THREAD_POLICY``), ``adaptive`` reading the load in the cell as a
-user's run does; for every other candidate the benchmark's parent process
+``spin``, libgomp's own wait; ``passive``, for a shared machine;
+``adaptive-threads``, which reads the load as a process starts and, when
+other processes keep its CPUs busy, waits passively on the CPUs they leave
+free); the others lost the study and live here, so that its rounds can be
+rendered and measured again. A cell of the study is a fresh process: the
+product applies its own policies there itself (``ICLFS_THREAD_POLICY``),
+``adaptive-threads`` reading the load in the cell as a user's run does; for
+every other candidate the benchmark's parent process
 decides the OpenMP variables right before it starts the cell (the busy
 processes already running) and passes them in the cell's environment, under
 ``spin``, which sets nothing, so they are what the cell runs with (a user's
@@ -18,9 +19,10 @@ Three candidates here read the load as the cell starts, with the product's
 own reading (:func:`iclfs._threads.busy_cpus`: the CPUs the process may use,
 their own lines of /proc/stat, sampled over 0.1 s): ``free-cpus`` and
 ``passive-free-cpus`` set the thread count to the CPUs other processes leave
-free (:func:`free_cpus`), and ``adaptive-threads`` does so, with passive
-waiting, only when they keep its CPUs busy (``adaptive``'s test), running
-libgomp's own settings otherwise (round five).
+free (:func:`iclfs._threads.free_cpus`), and ``adaptive`` (the default of
+round four, which lost round five) waits passively when they keep its CPUs
+busy, the thread count unchanged, and runs libgomp's own settings
+otherwise.
 
 Standard library only, as :mod:`iclfs._threads`: the parent decides before
 any cell loads torch.
@@ -47,12 +49,12 @@ class Candidate:
         One line for the benchmark's report.
     follow_load : bool
         Set ``OMP_NUM_THREADS`` to the CPUs the cell may use less those other processes keep busy
-        (:func:`free_cpus`). Until a ``fast`` training on CPU ended in the same bits at any thread count
-        (rounds one to four), a table's lists could change with the machine's load under it.
+        (:func:`iclfs._threads.free_cpus`). Until a ``fast`` training on CPU ended in the same bits at any
+        thread count (rounds one to four), a table's lists could change with the machine's load under it.
     when_busy : bool
         Apply ``environment`` and ``follow_load`` only when other processes keep at least
         :data:`iclfs._threads.BUSY_THRESHOLD` of the cell's CPUs busy as it starts; else set nothing
-        (libgomp's own spin), as the product's ``adaptive`` decides.
+        (libgomp's own spin), as the product's ``adaptive-threads`` decides.
     """
 
     name: str
@@ -72,7 +74,8 @@ class Candidate:
 CANDIDATES: dict[str, Candidate] = {
     candidate.name: candidate
     for candidate in (
-        *(Candidate(policy.name, policy.environment, policy.about) for policy in _threads.POLICIES.values()),
+        *(Candidate(policy.name, policy.environment, policy.about, policy.follow_load, policy.when_busy is not None)
+          for policy in _threads.POLICIES.values()),
         Candidate("short-spin", (("GOMP_SPINCOUNT", "10000"), ("KMP_BLOCKTIME", "1")),
                   "GOMP_SPINCOUNT=10000 (KMP_BLOCKTIME=1 ms for Intel OpenMP builds, not measured here): "
                   "a bounded spin, then sleep"),
@@ -84,10 +87,10 @@ CANDIDATES: dict[str, Candidate] = {
                   "libgomp's default wait", follow_load=True),
         Candidate("passive-free-cpus", (("OMP_WAIT_POLICY", "PASSIVE"),),
                   "OMP_WAIT_POLICY=PASSIVE and OMP_NUM_THREADS = the CPUs not busy at start", follow_load=True),
-        Candidate("adaptive-threads", (("OMP_WAIT_POLICY", "PASSIVE"),),
-                  "libgomp's default wait and thread count, unless other processes keep at least half of one "
-                  "of this process's CPUs busy when it starts (sampled over 0.1 s): then OMP_WAIT_POLICY=PASSIVE "
-                  "and OMP_NUM_THREADS = the CPUs they leave free (at least 1)", follow_load=True, when_busy=True),
+        Candidate("adaptive", (("OMP_WAIT_POLICY", "PASSIVE"),),
+                  "libgomp's default wait, unless other processes keep at least half of one of this "
+                  "process's CPUs busy when it starts (sampled over 0.1 s): then OMP_WAIT_POLICY=PASSIVE; "
+                  "the thread count unchanged", when_busy=True),
     )
 }
 
@@ -122,14 +125,6 @@ class Start:
     decision: str | None = None
 
 
-def free_cpus(busy: float | None, cpus: int) -> int:
-    """Threads for a process that may use ``cpus`` CPUs while others keep ``busy`` of them busy (at least 1;
-    all of them when the load cannot be read)."""
-    if busy is None:
-        return cpus
-    return max(1, min(cpus, cpus - round(busy)))
-
-
 def decide_start(name: str, busy: float | None, cpus: int) -> Start:
     """How the candidate ``name`` starts a cell while other processes keep ``busy`` of the ``cpus`` CPUs it may
     use busy (None: unread). Everything it needs is an argument: nothing here looks at this process."""
@@ -140,10 +135,11 @@ def decide_start(name: str, busy: float | None, cpus: int) -> Start:
         return Start("spin", {}, None, busy, cpus, "spin")  # quiet (or unread): libgomp's own, as adaptive
     environment, threads = dict(candidate.environment), None
     if candidate.follow_load:
-        threads = free_cpus(busy, cpus)
+        threads = _threads.free_cpus(busy, cpus)
         environment["OMP_NUM_THREADS"] = str(threads)
-    return Start("spin", environment, threads, busy if candidate.follow_load else None,
-                 cpus if candidate.follow_load else None, "passive" if candidate.when_busy else None)
+    reads = candidate.follow_load or candidate.when_busy
+    return Start("spin", environment, threads, busy if reads else None, cpus if reads else None,
+                 "passive" if candidate.when_busy else None)
 
 
 def start(name: str, measure_busy=_threads.busy_cpus) -> Start:
@@ -153,6 +149,6 @@ def start(name: str, measure_busy=_threads.busy_cpus) -> Start:
     if name not in CANDIDATES:
         raise ValueError(f"{name!r} is no candidate of the contention study; use one of {', '.join(CANDIDATES)}")
     candidate = CANDIDATES[name]
-    if not candidate.follow_load:
-        return decide_start(name, None, _threads.available_cpus())
+    if candidate.in_product or not (candidate.follow_load or candidate.when_busy):
+        return decide_start(name, None, _threads.available_cpus())  # the product reads it in the cell itself
     return decide_start(name, measure_busy(), _threads.available_cpus())

@@ -572,6 +572,9 @@ def render(report: dict, notes: str = "") -> str:
     if report.get("contention_round4"):  # its loaded ratios are round three's
         lines += _contention.render_quiet_round(report["contention_round4"], report["contention_round3"],
                                                 ROUND4_TITLE)
+    if report.get("contention_round5"):  # its quiet test is round four's, spin's loaded cells round three's
+        lines += _contention.render_load_round(report["contention_round5"], report["contention_round4"],
+                                               report["contention_round3"], ROUND5_TITLE)
     if report.get("gpu_row"):
         lines += render_gpu_row(report["gpu_row"])
     if notes.strip():
@@ -582,6 +585,7 @@ def render(report: dict, notes: str = "") -> str:
 ROUND2_TITLE = "### Second round, on 2 pinned cores of a quiet machine"
 ROUND3_TITLE = "### Third round: the product's adaptive against spin, every cell repeated"
 ROUND4_TITLE = "### Fourth round: the quiet test in 40 processes a cell"
+ROUND5_TITLE = "### Fifth round: the thread count may follow the load"
 
 
 def render_gpu_row(row: dict) -> list[str]:
@@ -617,6 +621,8 @@ FOLDED = {"fold_round2": ("contention_round2", ("rows", "cores", "environment", 
           "fold_round3": ("contention_round3", ("rows", "cores", "environment", "policies", "tables", "loads",
                                                 "repeats")),
           "fold_round4": ("contention_round4", ("rows", "cores", "environment", "policies", "tables", "loads",
+                                                "repeats", "epochs")),
+          "fold_round5": ("contention_round5", ("rows", "cores", "environment", "policies", "tables", "loads",
                                                 "repeats", "epochs")),
           "fold_gpu_row": ("gpu_row", ("device", "matmul", "rows", "command"))}
 
@@ -729,9 +735,14 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.
     folding.add_argument("--fold-round4", default=None,
                          help="the fourth contention round's JSON (quiet cells, --repeats 40 1 --loads 0), judged "
                               "with the third round's loaded cells, which the report must hold")
+    folding.add_argument("--fold-round5", default=None,
+                         help="the fifth contention round's JSON (--repeats 5 3, the thread count following the "
+                              "load), judged with the fourth round's quiet test and the third's spin, which the "
+                              "report must hold")
     folding.add_argument("--fold-gpu-row", default=None, help="benchmarks.gpu_row's JSON")
     folding.add_argument("--apply-verdict", action="store_true",
-                         help="with --fold-round4, --fold-round3 or --fold-round2: that round's winner becomes "
+                         help="with --fold-round5, --fold-round4, --fold-round3 or --fold-round2: that round's "
+                              "winner becomes "
                               "iclfs._threads.DEFAULT_POLICY (its line in src/iclfs/_threads.py); no verdict, no "
                               "change")
     args = parser.parse_args(argv)
@@ -772,24 +783,30 @@ def main(argv: list[str] | None = None) -> None:
     parser, args = parse_arguments(argv)
     notes = Path(args.notes).read_text() if args.notes and Path(args.notes).is_file() else ""
     output = Path(args.output)
-    if args.fold_round2 or args.fold_round3 or args.fold_round4 or args.fold_gpu_row:
+    if args.fold_round2 or args.fold_round3 or args.fold_round4 or args.fold_round5 or args.fold_gpu_row:
         report_path = output.with_suffix(".json")
         if not report_path.is_file():
-            parser.error(f"--fold-round2, --fold-round3, --fold-round4 and --fold-gpu-row add to {report_path}, "
+            parser.error(f"--fold-round2 to --fold-round5 and --fold-gpu-row add to {report_path}, "
                          "which does not exist")
         report = json.loads(report_path.read_text()) | read_folded(args)
         if report.get("contention_round4") and not report.get("contention_round3"):
             parser.error(f"--fold-round4 is judged with round three's loaded cells, which {report_path} lacks: "
                          "fold round three first (--fold-round3)")
+        if report.get("contention_round5") and not report.get("contention_round4"):
+            parser.error(f"--fold-round5 is judged with round four's quiet test, which {report_path} lacks: "
+                         "fold round four first (--fold-round4)")
         if args.apply_verdict:
             # the newest round folded in decides
-            key, name = (("contention_round4", "round four") if args.fold_round4 else
+            key, name = (("contention_round5", "round five") if args.fold_round5 else
+                         ("contention_round4", "round four") if args.fold_round4 else
                          ("contention_round3", "round three") if args.fold_round3 else
                          ("contention_round2", "round two") if args.fold_round2 else (None, None))
             if key is None:
-                parser.error("--apply-verdict applies a round's verdict: give --fold-round4, --fold-round3 or "
-                             "--fold-round2")
-            verdict = (_contention.quiet_round_verdict(report[key], report["contention_round3"])
+                parser.error("--apply-verdict applies a round's verdict: give --fold-round5, --fold-round4, "
+                             "--fold-round3 or --fold-round2")
+            verdict = (_contention.load_round_verdict(report[key], report["contention_round4"],
+                                                      report["contention_round3"]) if key == "contention_round5" else
+                       _contention.quiet_round_verdict(report[key], report["contention_round3"])
                        if key == "contention_round4" else _contention.section_verdict(report[key]))
             if verdict["winner"] is None:
                 print(f"{name} has no verdict (still needed: {verdict['missing'] or 'none: no policy qualifies'}); "

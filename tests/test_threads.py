@@ -30,15 +30,14 @@ def quiet_machine() -> None:
 # --- what a policy sets and keeps ----------------------------------------------------------------------------
 
 
-def test_the_product_keeps_spin_passive_and_adaptive_and_the_default_is_one_of_them():
+def test_the_product_keeps_spin_passive_and_adaptive_threads_and_the_default_is_one_of_them():
     """The study's other candidates lost it and live in benchmarks/_policies.py (tests/benchmarks/test_policies.py)."""
-    assert list(POLICIES) == ["spin", "passive", "adaptive"] and DEFAULT_POLICY in POLICIES
+    assert list(POLICIES) == ["spin", "passive", "adaptive-threads"] and DEFAULT_POLICY in POLICIES
     assert dict(POLICIES["passive"].environment) == {"OMP_WAIT_POLICY": "PASSIVE"} and not POLICIES["spin"].environment
-    # adaptive: spin's settings on a quiet machine, passive's on a busy one; never a thread count
-    assert not POLICIES["adaptive"].environment
-    assert dict(POLICIES["adaptive"].when_busy) == {"OMP_WAIT_POLICY": "PASSIVE"}
-    assert not any(var == "OMP_NUM_THREADS" for policy in POLICIES.values()
-                   for var, _ in (*policy.environment, *(policy.when_busy or ())))
+    # adaptive-threads: spin's settings on a quiet machine; on a busy one passive, on the CPUs left free
+    assert not POLICIES["adaptive-threads"].environment and POLICIES["adaptive-threads"].follow_load
+    assert dict(POLICIES["adaptive-threads"].when_busy) == {"OMP_WAIT_POLICY": "PASSIVE"}
+    assert not any(policy.follow_load for name, policy in POLICIES.items() if name != "adaptive-threads")
 
 
 def test_the_default_policy_sets_its_variables_and_names_itself_for_child_processes(monkeypatch):
@@ -77,13 +76,13 @@ def test_an_empty_variable_counts_as_unset():
     assert apply_policy("passive", environ=environ).set == {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
-@pytest.mark.parametrize("name", ["fast", "short-spin", "brief-spin", "free-cpus"])
+@pytest.mark.parametrize("name", ["fast", "short-spin", "brief-spin", "free-cpus", "adaptive"])
 def test_the_environment_picks_another_policy_and_a_wrong_or_removed_name_is_refused_naming_the_choices(name):
     environ = {POLICY_VARIABLE: "passive"}
     assert apply_policy(environ=environ).set == {"OMP_WAIT_POLICY": "PASSIVE"}
     environ = {POLICY_VARIABLE: name}
     with pytest.raises(ValueError, match=rf"^ICLFS_THREAD_POLICY='{name}' names no thread policy; use one of spin, "
-                                         rf"passive, adaptive \(or unset it for '{DEFAULT_POLICY}'\)$"):
+                                         rf"passive, adaptive-threads \(or unset it for '{DEFAULT_POLICY}'\)$"):
         apply_policy(environ=environ)
     assert environ == {POLICY_VARIABLE: name}  # refused before anything is set
 
@@ -100,32 +99,50 @@ def test_a_loaded_torch_is_recorded_and_the_line_says_its_wait_stays(monkeypatch
     assert _threads.describe(apply_policy("passive", environ={})) == "thread policy passive; set OMP_WAIT_POLICY=PASSIVE"
 
 
-# --- adaptive: the load read as the process starts ---------------------------------------------------------------
+# --- adaptive-threads: the load read as the process starts -------------------------------------------------------
 
 
-@pytest.mark.parametrize(("busy", "decision", "set_"), [
-    (None, "spin", {}), (0.0, "spin", {}), (0.49, "spin", {}), (0.5, "passive", {"OMP_WAIT_POLICY": "PASSIVE"}),
-    (1.7, "passive", {"OMP_WAIT_POLICY": "PASSIVE"})])
-def test_adaptive_waits_passively_only_when_other_processes_keep_its_cpus_busy(monkeypatch, busy, decision, set_):
+@pytest.mark.parametrize(("busy", "decision"), [(None, "spin"), (0.0, "spin"), (0.49, "spin"), (0.5, "passive"),
+                                                (1.7, "passive"), (6.0, "passive")])
+def test_adaptive_threads_waits_passively_on_the_free_cpus_only_when_other_processes_keep_them_busy(
+        monkeypatch, busy, decision):
+    """The thread count may follow the load: a fast training's list is the same at any count
+    (tests/method/test_thread_invariance.py)."""
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     environ: dict[str, str] = {}
-    applied = apply_policy("adaptive", environ=environ, measure_busy=lambda: busy)
+    applied = apply_policy("adaptive-threads", environ=environ, measure_busy=lambda: busy)
+    set_ = ({"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": str(_threads.free_cpus(busy, applied.cpus))}
+            if decision == "passive" else {})
     assert (applied.decision, applied.busy, applied.set) == (decision, busy, set_)
-    assert environ == {**set_, POLICY_VARIABLE: "adaptive"}  # never a thread count: lists must not follow the load
+    assert environ == {**set_, POLICY_VARIABLE: "adaptive-threads"}
     line = _threads.describe(applied)
-    assert line.startswith(f"thread policy adaptive ({decision}: ")
+    assert line.startswith(f"thread policy adaptive-threads ({decision}: ")
     assert ("the load could not be read" in line) is (busy is None)
 
 
+@pytest.mark.parametrize(("busy", "cpus", "threads"), [(None, 2, 2), (0.1, 2, 2), (0.6, 2, 1), (1.0, 2, 1),
+                                                       (3.9, 2, 1), (1.4, 8, 7), (2.6, 8, 5)])
+def test_the_thread_count_under_load_is_the_cpus_left_free_and_at_least_one(busy, cpus, threads):
+    assert _threads.free_cpus(busy, cpus) == threads
+
+
+def test_a_users_thread_count_is_kept_when_adaptive_threads_reads_the_machine_busy(monkeypatch):
+    monkeypatch.delitem(sys.modules, "torch", raising=False)
+    environ = {"OMP_NUM_THREADS": "4"}
+    applied = apply_policy("adaptive-threads", environ=environ, measure_busy=lambda: 1.5)
+    assert applied.decision == "passive" and environ["OMP_NUM_THREADS"] == "4"
+    assert applied.set == {"OMP_WAIT_POLICY": "PASSIVE"} and applied.kept == {"OMP_NUM_THREADS": "4"}
+
+
 @pytest.mark.parametrize("why", ["users-wait", "torch-loaded"])
-def test_adaptive_does_not_read_the_load_where_its_choice_cannot_matter(monkeypatch, why):
+def test_adaptive_threads_does_not_read_the_load_where_its_choice_cannot_matter(monkeypatch, why):
     """A user's own wait variable wins, and after torch loaded libgomp has read its settings: no 0.1 s sample."""
     environ = {"OMP_WAIT_POLICY": "ACTIVE"} if why == "users-wait" else {}
     if why == "torch-loaded":
         monkeypatch.setitem(sys.modules, "torch", SimpleNamespace())
     else:
         monkeypatch.delitem(sys.modules, "torch", raising=False)
-    applied = apply_policy("adaptive", environ=environ, measure_busy=lambda: pytest.fail("read the load"))
+    applied = apply_policy("adaptive-threads", environ=environ, measure_busy=lambda: pytest.fail("read the load"))
     assert (applied.decision, applied.busy, applied.set) == (None, None, {})
     if why == "torch-loaded":
         assert "torch was loaded before the policy" in _threads.describe(applied)
@@ -163,7 +180,7 @@ def proc_stat(busy: dict[int, int], idle: dict[int, int]) -> str:
 
 def test_under_taskset_0_1_on_sixteen_cpus_only_cpus_0_and_1_are_judged(monkeypatch, tmp_path):
     """The other 14 CPUs run flat out, 0 and 1 sit idle: the sample of CPUs 0 and 1 reads them idle, and
-    adaptive keeps the spin; with CPU 1 busy instead, it waits passively."""
+    adaptive-threads keeps the spin; with CPU 1 busy instead, it waits passively."""
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     before, after = tmp_path / "before", tmp_path / "after"
     before.write_text(proc_stat({i: 1000 for i in range(2, 16)}, {0: 500, 1: 500}))
@@ -176,10 +193,10 @@ def test_under_taskset_0_1_on_sixteen_cpus_only_cpus_0_and_1_are_judged(monkeypa
 
     assert reading() == 0.0
     assert _threads._cpu_times(after, None) == (14 * 1010, 14 * 1010 + 1020)  # the whole machine: busy
-    assert apply_policy("adaptive", environ={}, measure_busy=reading).decision == "spin"
+    assert apply_policy("adaptive-threads", environ={}, measure_busy=reading).decision == "spin"
     after.write_text(proc_stat({i: 1010 for i in range(2, 16)} | {1: 10}, {0: 510, 1: 500}))
     assert reading() == pytest.approx(1.0)
-    assert apply_policy("adaptive", environ={}, measure_busy=reading).decision == "passive"
+    assert apply_policy("adaptive-threads", environ={}, measure_busy=reading).decision == "passive"
 
 
 def test_the_per_cpu_lines_of_proc_stat_are_summed_for_the_cpus_asked(tmp_path):
@@ -190,7 +207,7 @@ def test_the_per_cpu_lines_of_proc_stat_are_summed_for_the_cpus_asked(tmp_path):
     assert _threads._cpu_times(stat, {0, 1}) == (30, 100)
     assert _threads._cpu_times(stat, {10}) == (5, 10)  # cpu10 is not cpu1's line
     assert _threads._cpu_times(stat, {7}) is None  # a CPU the file does not list
-    assert _threads._cpu_times(tmp_path / "absent", {0}) is None  # not Linux: adaptive keeps the spin
+    assert _threads._cpu_times(tmp_path / "absent", {0}) is None  # not Linux: adaptive-threads keeps the spin
 
 
 def test_the_cpu_times_of_proc_stat_leave_out_idle_and_iowait(tmp_path):
@@ -228,7 +245,7 @@ def test_the_report_is_written_where_asked_and_only_there(tmp_path):
 
 
 def policy_environment(report: dict) -> dict[str, str]:
-    """The wait variables the policy a process reported (``report``) sets: for adaptive, those of its decision."""
+    """The wait variables the policy a process reported (``report``) sets: for adaptive-threads, those of its decision."""
     policy = POLICIES[report["policy"]]
     return dict(policy.when_busy if report.get("decision") == "passive" else policy.environment)
 
@@ -265,9 +282,10 @@ COMMANDS = {
 def test_the_policy_is_in_force_before_torch_loads_in_the_command_and_kedro_run(project, tmp_path, command, users):
     """The real command in a fresh process: the process reports the policy it applied, before torch was
     loaded, and libgomp itself, as torch loads it, prints the wait it runs with (OMP_DISPLAY_ENV) before the
-    first node runs."""
+    first node runs; MKL's reproducible mode is set there too."""
     report = tmp_path / "report"
-    env = {k: v for k, v in os.environ.items() if k not in (*_threads.POLICY_VARIABLES, POLICY_VARIABLE)}
+    env = {k: v for k, v in os.environ.items()
+           if k not in (*_threads.POLICY_VARIABLES, POLICY_VARIABLE, _threads.REPRODUCIBLE_GEMM[0])}
     env |= {REPORT_VARIABLE: str(report), "OMP_DISPLAY_ENV": "VERBOSE", "KEDRO_DISABLE_TELEMETRY": "1",
             "OMP_NUM_THREADS": "1", **users}
     done = subprocess.run([PYTHON, *COMMANDS[command]], cwd=project, env=env, capture_output=True, text=True,
@@ -277,6 +295,7 @@ def test_the_policy_is_in_force_before_torch_loads_in_the_command_and_kedro_run(
     written = json.loads((report / f"{done.args and _pid_of(report)}.json").read_text())
     assert written["policy"] == DEFAULT_POLICY and written["torch_loaded"] is False
     assert written["kept"] == {"OMP_NUM_THREADS": "1", **users}
+    assert written["environment"]["MKL_CBWR"] == "AUTO,STRICT"
     policy_env = {**written["set"], **written["kept"]}
     # libgomp prints its settings as it loads (torch's copy, and scikit-learn's where it bundles one)
     spin = re.findall(r"GOMP_SPINCOUNT = '(\d+)'", done.stderr)
@@ -290,15 +309,16 @@ def test_the_policy_is_in_force_before_torch_loads_in_the_command_and_kedro_run(
 
 
 @pytest.mark.slow
-def test_adaptive_in_the_command_waits_passively_beside_busy_processes(project, tmp_path):
-    """The real ``iclfs`` command under ``adaptive``, pinned to two CPUs that two busy loops keep busy: the
-    process reads them busy as it starts, and libgomp itself then runs with no spin (OMP_DISPLAY_ENV)."""
+def test_adaptive_threads_in_the_command_waits_passively_on_the_free_cpus_beside_busy_processes(project, tmp_path):
+    """The real ``iclfs`` command under ``adaptive-threads``, pinned to two CPUs that two busy loops keep busy:
+    the process reads them busy as it starts, and libgomp itself then runs with no spin and one thread
+    (OMP_DISPLAY_ENV)."""
     cpus = sorted(os.sched_getaffinity(0))[:2]
     pinned = ["taskset", "-c", ",".join(map(str, cpus))]
     report = tmp_path / "report"
     env = {k: v for k, v in os.environ.items() if k not in (*_threads.POLICY_VARIABLES, POLICY_VARIABLE)}
     env |= {REPORT_VARIABLE: str(report), "OMP_DISPLAY_ENV": "VERBOSE", "KEDRO_DISABLE_TELEMETRY": "1",
-            POLICY_VARIABLE: "adaptive"}
+            POLICY_VARIABLE: "adaptive-threads"}
     busy = [subprocess.Popen(["taskset", "-c", str(cpu), PYTHON, "-c", BUSY_LOOP]) for cpu in cpus]
     try:
         time.sleep(0.5)
@@ -310,10 +330,12 @@ def test_adaptive_in_the_command_waits_passively_beside_busy_processes(project, 
             process.wait()
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     written = json.loads((report / f"{_pid_of(report)}.json").read_text())
-    assert (written["policy"], written["decision"], written["set"]) == ("adaptive", "passive",
-                                                                         {"OMP_WAIT_POLICY": "PASSIVE"})
+    threads = str(_threads.free_cpus(written["busy"], len(cpus)))  # two busy loops on two CPUs: one
+    assert (written["policy"], written["decision"], written["set"]) == (
+        "adaptive-threads", "passive", {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": threads})
     assert written["busy"] >= _threads.BUSY_THRESHOLD and written["cpus"] == len(cpus)
     assert set(re.findall(r"GOMP_SPINCOUNT = '(\d+)'", done.stderr)) == {"0"}, done.stderr[:2000]
+    assert set(re.findall(r"OMP_NUM_THREADS = '(\d+)'", done.stderr)) == {threads}, done.stderr[:2000]
 
 
 def _pid_of(report: Path) -> str:

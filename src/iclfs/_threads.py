@@ -19,11 +19,13 @@ package imports it first. Subprocesses inherit what was set.
 
 Three policies, each a named :class:`ThreadPolicy` in :data:`POLICIES`:
 ``spin`` (libgomp's own wait), ``passive`` (threads sleep at once, for a
-shared machine) and ``adaptive`` (libgomp's own wait, unless other processes
-keep the CPUs this one may use busy as it starts: then passive; it reads
-their lines of /proc/stat over 0.1 s, :func:`busy_cpus`). None changes the
-thread count (docs/guides/performance.md says what fewer threads under load
-would give). :data:`DEFAULT_POLICY`
+shared machine) and ``adaptive-threads`` (libgomp's own wait and thread
+count, unless other processes keep the CPUs this one may use busy as it
+starts: then passive waiting, on as many threads as they leave CPUs free;
+it reads their lines of /proc/stat over 0.1 s, :func:`busy_cpus`). A thread
+count that follows the load cannot move a list: a ``fast`` training on CPU
+ends in the same bits at any count (docs/guides/performance.md, "Lists that
+do not depend on the thread count"). :data:`DEFAULT_POLICY`
 names the one in force, chosen by the contention benchmark's rule (``python
 -m benchmarks.speed --contention``); ``ICLFS_THREAD_POLICY=<name>`` picks
 another. The study's other candidates lost it and live in
@@ -67,7 +69,8 @@ POLICY_VARIABLE = "ICLFS_THREAD_POLICY"
 REPORT_VARIABLE = "ICLFS_THREAD_POLICY_REPORT"
 #: How OpenMP threads wait. A user who sets any of them has chosen how they wait: the policy sets none of them.
 WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
-#: The variables a policy may set; a user's value of any of them is kept.
+#: The variables a policy may set; a user's value of any of them is kept (an ``OMP_NUM_THREADS`` of the user's
+#: too: ``adaptive-threads`` then waits passively under load on the user's count).
 POLICY_VARIABLES = (*WAIT_VARIABLES, "OMP_NUM_THREADS")
 
 
@@ -82,12 +85,19 @@ class ThreadPolicy:
         Set where the user has not set the variable.
     about : str
         One line for the benchmark's report.
+    when_busy : tuple of (variable, value), optional
+        A policy that reads the load as the process starts: set instead of ``environment`` when other
+        processes keep at least :data:`BUSY_THRESHOLD` of its CPUs busy.
+    follow_load : bool
+        With ``when_busy``: also set ``OMP_NUM_THREADS`` to the CPUs the busy processes leave free
+        (:func:`free_cpus`).
     """
 
     name: str
     environment: tuple[tuple[str, str], ...] = ()
     about: str = ""
     when_busy: tuple[tuple[str, str], ...] | None = None
+    follow_load: bool = False
 
 
 POLICIES: dict[str, ThreadPolicy] = {
@@ -96,28 +106,29 @@ POLICIES: dict[str, ThreadPolicy] = {
         ThreadPolicy("spin", (), "libgomp's default: a waiting thread spins 300,000 times before it sleeps"),
         ThreadPolicy("passive", (("OMP_WAIT_POLICY", "PASSIVE"),),
                      "OMP_WAIT_POLICY=PASSIVE: a waiting thread sleeps at once"),
-        ThreadPolicy("adaptive", (),
-                     "libgomp's default wait, unless other processes keep at least half of one of this "
-                     "process's CPUs busy when it starts (sampled over 0.1 s): then OMP_WAIT_POLICY=PASSIVE; "
-                     "the thread count unchanged", when_busy=(("OMP_WAIT_POLICY", "PASSIVE"),)),
+        ThreadPolicy("adaptive-threads", (),
+                     "libgomp's default wait and thread count, unless other processes keep at least half of one "
+                     "of this process's CPUs busy when it starts (sampled over 0.1 s): then OMP_WAIT_POLICY=PASSIVE "
+                     "and OMP_NUM_THREADS = the CPUs they leave free (at least 1)",
+                     when_busy=(("OMP_WAIT_POLICY", "PASSIVE"),), follow_load=True),
     )
 }
 
-#: ``adaptive`` waits passively when other processes keep at least this many of the CPUs this process may use
+#: ``adaptive-threads`` waits passively when other processes keep at least this many of the CPUs this process may use
 #: busy as it starts. One other runnable process on them counts about 1.0, a quiet machine's daemons about
 #: 0.0-0.1 (with /proc/stat's 1/100 s ticks, 0.1 s on one CPU reads in steps of 0.1): half a CPU lies between.
 BUSY_THRESHOLD = 0.5
-#: How long ``adaptive`` samples the CPUs' load as a process starts.
+#: How long ``adaptive-threads`` samples the CPUs' load as a process starts.
 BUSY_SAMPLE_SECONDS = 0.1
 
 #: The policy in force: the winner of the latest round of ``python -m benchmarks.speed --contention``'s rule
 #: (benchmarks/results/performance.md, "Threads on a shared machine", says each round and its verdict;
-#: ``--fold-round4 ... --apply-verdict`` wrote round four's winner on this line). Rounds one to three kept
-#: libgomp's own (``spin``): no other policy was measured within 5 % of its quiet epoch, ``adaptive`` included,
-#: though on a quiet machine it runs ``spin``'s settings (five processes a cell could not resolve 5 %). Round
-#: four measured the quiet test in 40 processes a cell: ``adaptive`` within it on all three tables, and its
-#: worst ratio beside busy processes (2.19, round three) below ``spin``'s (4.56).
-DEFAULT_POLICY = "adaptive"
+#: ``--fold-round5 ... --apply-verdict`` wrote round five's winner on this line). Rounds one to three kept
+#: libgomp's own (``spin``); round four made ``adaptive`` (passive waiting under load, the thread count
+#: unchanged) the default once 40 processes a cell resolved its quiet test. Round five, once a run's list no
+#: longer depended on the thread count, let the count follow the load: ``adaptive-threads`` (``adaptive``'s
+#: settings on a quiet machine) had the lower worst ratio beside busy processes.
+DEFAULT_POLICY = "adaptive-threads"
 
 
 @dataclass(frozen=True)
@@ -135,8 +146,8 @@ class AppliedPolicy:
         Whether torch was loaded already: then libgomp had read its settings, and those set here reach only
         the processes this one starts.
     decision : str or None
-        A policy that reads the load (``adaptive``): ``"passive"`` (busy) or ``"spin"`` (quiet, or the load
-        unreadable). None when the load was not read: another policy, the user's own wait, or torch loaded.
+        A policy that reads the load (``adaptive-threads``): ``"passive"`` (busy) or ``"spin"`` (quiet, or the
+        load unreadable). None when the load was not read: another policy, the user's own wait, or torch loaded.
     busy : float or None
         The CPUs other processes kept busy as it was read, of ``cpus``; None when not read or unreadable.
     cpus : int or None
@@ -222,6 +233,14 @@ def busy_cpus(seconds: float = BUSY_SAMPLE_SECONDS, sample=_cpu_times, sleep=tim
     return (after[0] - before[0]) / (after[1] - before[1]) * (len(cpus) if cpus else os.cpu_count() or 1)
 
 
+def free_cpus(busy: float | None, cpus: int) -> int:
+    """Threads for a process that may use ``cpus`` CPUs while others keep ``busy`` of them busy (at least 1;
+    all of them when the load cannot be read)."""
+    if busy is None:
+        return cpus
+    return max(1, min(cpus, cpus - round(busy)))
+
+
 def policy_named(name: str) -> ThreadPolicy:
     """The policy called ``name``; a ValueError naming the choices otherwise."""
     try:
@@ -237,9 +256,10 @@ def apply_policy(name: str | None = None, environ: MutableMapping[str, str] = os
 
     Sets its wait variables unless the environment has one of :data:`WAIT_VARIABLES` (the user's choice of
     how threads wait: libgomp would mix them), and none that the environment has already; an empty value
-    counts as unset (OpenMP rejects it). A policy that reads the load (``adaptive``) reads it with
+    counts as unset (OpenMP rejects it). A policy that reads the load (``adaptive-threads``) reads it with
     ``measure_busy`` only when its choice can still matter here: no wait variable of the user's, torch not
-    yet loaded. Records the policy's name in ``$ICLFS_THREAD_POLICY`` for the processes this one starts (each
+    yet loaded; busy, it sets the policy's ``when_busy`` variables and, for one that follows the load, the thread
+    count of the free CPUs (:func:`free_cpus`). Records the policy's name in ``$ICLFS_THREAD_POLICY`` for the processes this one starts (each
     of them reads the load for itself, unless this one set a wait variable: they inherit it as set), and
     whether torch was loaded already (then libgomp had read its settings).
     """
@@ -255,6 +275,8 @@ def apply_policy(name: str | None = None, environ: MutableMapping[str, str] = os
         decision = "passive" if busy is not None and busy >= BUSY_THRESHOLD else "spin"
         if decision == "passive":
             wanted = dict(policy.when_busy)
+            if policy.follow_load:
+                wanted["OMP_NUM_THREADS"] = str(free_cpus(busy, cpus))
     if users_wait:
         wanted = {var: value for var, value in wanted.items() if var not in WAIT_VARIABLES}
     done = {var: value for var, value in wanted.items() if var not in kept}
@@ -279,7 +301,7 @@ def describe(applied: AppliedPolicy) -> str:
 
 
 def summary(applied: AppliedPolicy) -> str:
-    """The policy in force, what ``adaptive`` read, and what it set and kept (an MLflow run's tag)."""
+    """The policy in force, what ``adaptive-threads`` read, and what it set and kept (an MLflow run's tag)."""
     line = applied.policy
     if applied.decision is not None:
         line += (f" ({applied.decision}: other processes kept {applied.busy:.1f} of {applied.cpus} CPUs busy as it "

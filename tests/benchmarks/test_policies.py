@@ -1,6 +1,6 @@
 """The contention study's candidates (benchmarks/_policies.py): how each starts a cell, decided in the
-benchmark's process from the load it reads there (the product's own policies, adaptive among them, decide in
-the cell: tests/test_threads.py), and that the cell's fresh process runs with it. None of these depends on
+benchmark's process from the load it reads there (the product's own policies, adaptive-threads among them,
+decide in the cell: tests/test_threads.py), and that the cell's fresh process runs with it. None of these depends on
 whether torch is loaded in the test process: the decision takes the load and the CPUs as arguments."""
 
 from __future__ import annotations
@@ -17,19 +17,20 @@ PYTHON = sys.executable
 
 
 def test_the_study_keeps_every_candidate_and_takes_the_products_own_from_the_product():
-    assert list(_policies.CANDIDATES) == ["spin", "passive", "adaptive", "short-spin", "brief-spin", "free-cpus",
-                                          "passive-free-cpus", "adaptive-threads"]
+    assert list(_policies.CANDIDATES) == ["spin", "passive", "adaptive-threads", "short-spin", "brief-spin",
+                                          "free-cpus", "passive-free-cpus", "adaptive"]
     for name, policy in _threads.POLICIES.items():
         candidate = _policies.CANDIDATES[name]
         assert (candidate.environment, candidate.about, candidate.in_product) == (policy.environment, policy.about,
                                                                                   True)
+        assert (candidate.follow_load, candidate.when_busy) == (policy.follow_load, policy.when_busy is not None)
     assert not any(_policies.CANDIDATES[name].in_product for name in ("short-spin", "brief-spin", "free-cpus",
-                                                                       "passive-free-cpus", "adaptive-threads"))
+                                                                       "passive-free-cpus", "adaptive"))
 
 
-@pytest.mark.parametrize("name", ["passive", "adaptive"])
+@pytest.mark.parametrize("name", ["passive", "adaptive-threads"])
 def test_a_product_policy_starts_under_its_own_name_and_the_product_applies_it(name):
-    """adaptive too: the cell's own process reads the load, as a user's run does."""
+    """adaptive-threads too: the cell's own process reads the load, as a user's run does."""
     start = _policies.start(name, measure_busy=lambda: pytest.fail("read the load"))
     assert (start.policy, start.environment, start.busy) == (name, {}, None)
 
@@ -46,7 +47,7 @@ def test_a_bounded_spin_is_passed_under_spin_which_sets_nothing(name, environmen
 @pytest.mark.parametrize(("busy", "cpus", "threads"), [(None, 2, 2), (0.1, 2, 2), (0.6, 2, 1), (1.0, 2, 1),
                                                        (3.9, 2, 1), (1.4, 8, 7), (2.6, 8, 5)])
 def test_a_thread_count_from_the_free_cpus(busy, cpus, threads):
-    assert _policies.free_cpus(busy, cpus) == threads
+    assert _threads.free_cpus(busy, cpus) == threads
     start = _policies.decide_start("passive-free-cpus", busy, cpus)
     assert start.environment == {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": str(threads)}
     assert (start.threads, start.busy, start.cpus) == (threads, busy, cpus)
@@ -55,16 +56,13 @@ def test_a_thread_count_from_the_free_cpus(busy, cpus, threads):
 
 @pytest.mark.parametrize(("busy", "cpus", "environment", "decision"), [
     (None, 2, {}, "spin"), (0.0, 2, {}, "spin"), (0.49, 2, {}, "spin"),
-    (0.5, 2, {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "2"}, "passive"),
-    (2.0, 2, {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "1"}, "passive"),
-    (2.6, 8, {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": "5"}, "passive")])
-def test_adaptive_threads_is_adaptive_on_a_quiet_machine_and_takes_the_free_cpus_under_load(busy, cpus, environment,
-                                                                                           decision):
-    """Quiet or unread: nothing set (libgomp's own, as adaptive there); busy by adaptive's test: passive waiting
-    and the free CPUs' count."""
-    start = _policies.decide_start("adaptive-threads", busy, cpus)
-    assert (start.policy, start.environment, start.decision) == ("spin", environment, decision)
-    assert start.threads == (int(environment["OMP_NUM_THREADS"]) if environment else None)
+    (0.5, 2, {"OMP_WAIT_POLICY": "PASSIVE"}, "passive"), (2.6, 8, {"OMP_WAIT_POLICY": "PASSIVE"}, "passive")])
+def test_round_fours_adaptive_waits_passively_under_load_on_an_unchanged_thread_count(busy, cpus, environment,
+                                                                                      decision):
+    """The default of round four, out of the product since round five: decided in the benchmark's process."""
+    start = _policies.decide_start("adaptive", busy, cpus)
+    assert (start.policy, start.environment, start.decision, start.threads) == ("spin", environment, decision, None)
+    assert _policies.start("adaptive", measure_busy=lambda: 1.0).environment == {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
 def test_start_reads_the_load_for_a_candidate_that_reads_it_and_refuses_an_unknown_name():
@@ -80,24 +78,26 @@ def test_start_reads_the_load_for_a_candidate_that_reads_it_and_refuses_an_unkno
 def test_a_cell_starts_with_the_variables_decided_here_and_its_row_records_the_decision(monkeypatch):
     """measure() decides in this process right before the cell, passes the decided OpenMP variables in the
     cell's environment (under spin, which sets nothing) and records the busy share; a product policy goes
-    by name, and adaptive's row takes the decision the cell's own process reported."""
+    by name, and adaptive-threads' row takes the decision the cell's own process reported."""
     seen = {}
 
     def fresh(arguments, policy, openmp=None):
         seen["env"] = _contention._clean_environment(policy, openmp)
-        decided = {"decision": "passive", "busy": 1.9} if policy == "adaptive" else {}
+        decided = {"decision": "passive", "busy": 1.9} if policy == "adaptive-threads" else {}
         return {"set": {}, "threads": 2, "median_seconds": 1.0, "epoch_seconds": [1.0], **decided}
 
     monkeypatch.setattr(_contention, "_in_fresh_process", fresh)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # this process's own: not the cell's
     row = _contention.measure("synthetic:4x3", "passive-free-cpus", 0, 1, measure_busy=lambda: 0.9)
-    threads = str(_policies.free_cpus(0.9, _threads.available_cpus()))
+    threads = str(_threads.free_cpus(0.9, _threads.available_cpus()))
     assert (row["decision"], row["busy"]) == (None, 0.9)
     assert row["set"] == {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": threads}
     assert seen["env"]["OMP_WAIT_POLICY"] == "PASSIVE" and seen["env"][_threads.POLICY_VARIABLE] == "spin"
     assert seen["env"]["OMP_NUM_THREADS"] == threads  # decided here (about one CPU busy), not this process's "1"
-    row = _contention.measure("synthetic:4x3", "adaptive", 0, 1, measure_busy=lambda: pytest.fail("read the load"))
-    assert (row["decision"], row["busy"]) == ("passive", 1.9) and seen["env"][_threads.POLICY_VARIABLE] == "adaptive"
+    row = _contention.measure("synthetic:4x3", "adaptive-threads", 0, 1,
+                              measure_busy=lambda: pytest.fail("read the load"))
+    assert (row["decision"], row["busy"]) == ("passive", 1.9)
+    assert seen["env"][_threads.POLICY_VARIABLE] == "adaptive-threads"
     assert "OMP_WAIT_POLICY" not in seen["env"] and "OMP_NUM_THREADS" not in seen["env"]
 
 

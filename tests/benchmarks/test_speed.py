@@ -584,7 +584,7 @@ def test_the_verdict_sets_the_default_policy_line_and_this_process(tmp_path, mon
     # a candidate that lost its place in the product (or no candidate at all) cannot become the default
     for name in ("brief-spin", "fastest"):
         with pytest.raises(SystemExit, match=rf"^the winner '{name}' is no policy of the product "
-                                             r"\(iclfs\._threads\.POLICIES: spin, passive, adaptive\): move it from"):
+                                             r"\(iclfs\._threads\.POLICIES: spin, passive, adaptive-threads\): move it from"):
             _contention.apply_verdict(name, source)
     assert source.read_text() == written
 
@@ -738,6 +738,55 @@ def test_fold_round4_judges_its_quiet_cells_with_round_threes_loaded_ratios(tmp_
     worst3 = _contention_section_worst(json.loads(round3.read_text()))
     assert f"| `adaptive` | {'yes' if factor < 1.05 else 'no'} | {worst3['adaptive']:.2f} |" in text
     assert f"**Winner: `{winner}`** (worst ratio {worst3[winner]:.2f})" in text
+
+
+def _load_round(ratio_threads: float, busy_quiet: int = 0) -> dict:
+    """Round five: adaptive and adaptive-threads on tables a and b, quiet in 5 processes and beside 1, 2, 4 busy
+    ones in 3; adaptive at 1.9x its share under load (spin, round three: 2.0x), adaptive-threads at
+    ``ratio_threads``x; ``busy_quiet`` of adaptive-threads' quiet processes a table read the machine as busy."""
+    rows = []
+    for t, base in (("a", 1.0), ("b", 2.0)):
+        for policy, ratio in (("adaptive", 1.9), ("adaptive-threads", ratio_threads)):
+            for load in (0, 1, 2, 4):
+                for k in range(5 if load == 0 else 3):
+                    decision = "passive" if load or (policy == "adaptive-threads" and k < busy_quiet) else "spin"
+                    seconds = base if load == 0 else base * (1 + load / 2) * ratio
+                    rows.append({"table": t, "policy": policy, "load": load, "repeat": k, "d": 4, "n": 3,
+                                 "threads": 2 if load == 0 or policy == "adaptive" else 1, "load_average": 0.0,
+                                 "median_seconds": seconds, "epoch_seconds": [seconds] * 5, "decision": decision})
+    return {"rows": rows, "cores": 2, "tables": ["a", "b"], "policies": ["adaptive", "adaptive-threads"],
+            "loads": [0, 1, 2, 4], "epochs": 5, "repeats": [5, 3],
+            "environment": {"date": "d", "load_before": 0.1, "commands": ["python -m benchmarks.speed --repeats 5 3"]}}
+
+
+@pytest.mark.parametrize(("ratio_threads", "busy_quiet", "winner"), [(1.2, 0, "adaptive-threads"),
+                                                                      (2.5, 0, "adaptive"), (1.2, 1, "adaptive")])
+def test_fold_round5_lets_the_thread_count_follow_the_load_with_round_fours_quiet_test(
+        tmp_path, folding, capsys, ratio_threads, busy_quiet, winner):
+    """adaptive-threads takes adaptive's quiet verdict (round four) while it reads a quiet machine as quiet; the
+    lower worst ratio under load wins, spin's from round three; one quiet process that read busy leaves it out."""
+    applied, output = folding
+    round3, round4, round5 = (tmp_path / f"round{k}.json" for k in (3, 4, 5))
+    round3.write_text(json.dumps(_repeated(_round_two_section(), {"spin": [1.0] * 3, "passive": [1.0] * 3,
+                                                                   "adaptive": [1.12] * 3})))
+    round4.write_text(json.dumps(_quiet_round(1.02)))
+    round5.write_text(json.dumps(_load_round(ratio_threads, busy_quiet)))
+    common = ["--output", str(output), "--notes", ""]
+    speed.main(["--fold-round3", str(round3), *common])
+    with pytest.raises(SystemExit):  # judged with round four's quiet test: the report must hold it
+        speed.main(["--fold-round5", str(round5), *common])
+    assert "--fold-round5 is judged with round four's quiet test" in capsys.readouterr().err
+    speed.main(["--fold-round4", str(round4), *common])
+    speed.main(["--fold-round5", str(round5), "--apply-verdict", *common])
+    assert applied == [winner] and f"round five's winner: '{winner}'" in capsys.readouterr().out
+    text = output.read_text()
+    assert "### Fifth round: the thread count may follow the load" in text
+    assert f"| a | 3 x 4 | `adaptive-threads` | 2/1/1/1 | 1 | {1.5 * ratio_threads:.3g} ({ratio_threads:.2f}) | " in text
+    spin = _contention_section_worst(json.loads(round3.read_text()))["spin"]
+    assert f"| `spin` | yes | — | {spin:.2f} (round three) |" in text
+    eligible = "no" if busy_quiet else "yes"
+    assert f"| `adaptive-threads` | {eligible} | {2 * busy_quiet} of 10 | {ratio_threads:.2f} |" in text  # 2 tables
+    assert f"**Winner: `{winner}`**" in text
 
 
 def _contention_section_worst(section: dict) -> dict:

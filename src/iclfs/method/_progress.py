@@ -30,7 +30,7 @@ RECENT = 3  # the last epochs whose median is its pace now
 BUSY = 2.0  # epochs this many times slower than the start: the machine is busy, and the log says so
 QUIET = 1.25  # back under this, a later slowdown is said again
 # for the next run: OpenMP read how its threads wait when torch loaded, so this run keeps its own (the default,
-# adaptive, decided as it started, perhaps on a quiet machine)
+# adaptive-threads, decided as it started, perhaps on a quiet machine)
 BUSY_REMEDIES = ("fewer threads (runtime.num_threads: 1), threads that sleep at once while they wait "
                  "(ICLFS_THREAD_POLICY=passive, or thread_policy: passive in airflow.yml for a scheduled refresh; "
                  "docs/guides/performance.md), or another time of day")
