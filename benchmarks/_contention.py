@@ -648,6 +648,36 @@ def render_quiet_round(section: dict, loaded: dict, title: str) -> list[str]:
     return lines
 
 
+def _cell_table(section: dict, rows: list[dict], ratios: dict, decisions: bool = True) -> list[str]:
+    """The Markdown table of a section's cells (``rows``, one per table, policy and N): a row per table and
+    policy, its epoch quiet and beside each N with its ratio (``ratios``), what a policy that reads the load
+    decided there (with ``decisions``), and its worst ratio on the table."""
+    loads = section["loads"]
+    lines = ["| table | n x d | policy | threads | " + " | ".join(
+        "quiet s" if n == 0 else f"N={n} s (ratio)" for n in loads) + " | worst ratio |",
+        "|---|---|---|---|" + "---|" * len(loads) + "---|"]
+    by_key = {_key(r): r for r in rows}
+    for table in section["tables"]:
+        for policy in section["policies"]:
+            cells, shape, threads = [], "", []
+            for load in loads:
+                r = by_key.get((table, policy, load))
+                if r is None or "error" in r:
+                    cells.append("—" if r is None else f"failed: {r['error']}")
+                    continue
+                shape = f"{r['n']} x {r['d']}"
+                threads.append(str(r["threads"]))
+                ratio = ratios.get(policy, {}).get((table, load))
+                cells.append(f"{r['median_seconds']:.3g}" + (f" ({ratio:.2f})" if ratio is not None else "")
+                             + (f" {r['decision']}" if decisions and r.get("decision") else "")
+                             + ("" if len(r["epoch_seconds"]) >= section["epochs"] else
+                                f" [{len(r['epoch_seconds'])} epochs]"))
+            table_worst = max((v for (t, _), v in ratios.get(policy, {}).items() if t == table), default=None)
+            lines.append(f"| {table} | {shape} | `{policy}` | {'/'.join(threads)} | " + " | ".join(cells) +
+                         f" | {'—' if table_worst is None else f'{table_worst:.2f}'} |")
+    return lines
+
+
 def load_round_verdict(section: dict, quiet: dict, loaded: dict, policies=_policies.CANDIDATES) -> dict:
     """Round five's rule: each policy's worst ratio under load from ``section`` (its own cells, each against
     the policy's own quiet epoch there), the quiet test from ``quiet`` (round four: 40 processes a cell) and
@@ -698,8 +728,6 @@ def render_load_round(section: dict, quiet: dict, loaded: dict, title: str) -> l
     """The Markdown lines of round five under ``title``, judged by :func:`load_round_verdict`."""
     verdict = load_round_verdict(section, quiet, loaded)
     rows, env, cores = merge_repeats(section["rows"]), section["environment"], section["cores"]
-    by_key = {_key(r): r for r in rows}
-    loads = section["loads"]
     lines = ["", title, "",
              f"Measured on {cores} cores, last {env['date']} (load average {env['load_before']:.2f} before it), "
              f"{section['epochs']} epochs a process after one warm-up (fewer, at least 2, in square brackets, once "
@@ -712,27 +740,7 @@ def render_load_round(section: dict, quiet: dict, loaded: dict, title: str) -> l
              "to the CPU-share bound, the policy's quiet epoch x (1 + N / cores); the threads each cell ran on. "
              "Policies:", ""]
     lines += [f"- `{name}`: {_policies.CANDIDATES[name].about}" for name in section["policies"]]
-    lines += ["", "| table | n x d | policy | threads | " + " | ".join(
-        "quiet s" if n == 0 else f"N={n} s (ratio)" for n in loads) + " | worst ratio |",
-        "|---|---|---|---|" + "---|" * len(loads) + "---|"]
-    for table in section["tables"]:
-        for policy in section["policies"]:
-            cells, shape, threads = [], "", []
-            for load in loads:
-                r = by_key.get((table, policy, load))
-                if r is None or "error" in r:
-                    cells.append("—" if r is None else f"failed: {r['error']}")
-                    continue
-                shape = f"{r['n']} x {r['d']}"
-                threads.append(str(r["threads"]))
-                ratio = verdict["ratios"].get(policy, {}).get((table, load))
-                cells.append(f"{r['median_seconds']:.3g}" + (f" ({ratio:.2f})" if ratio is not None else "")
-                             + ("" if len(r["epoch_seconds"]) >= section["epochs"] else
-                                f" [{len(r['epoch_seconds'])} epochs]"))
-            table_worst = max((v for (t, _), v in verdict["ratios"].get(policy, {}).items() if t == table),
-                              default=None)
-            lines.append(f"| {table} | {shape} | `{policy}` | {'/'.join(threads)} | " + " | ".join(cells)
-                         + f" | {'—' if table_worst is None else f'{table_worst:.2f}'} |")
+    lines += ["", *_cell_table(section, rows, verdict["ratios"], decisions=False)]
     lines += ["", "Each policy against the rule: the quiet test from round four (`adaptive-threads` runs "
                   "`adaptive`'s settings whenever it reads the machine as quiet), `spin`'s worst ratio under load "
                   "from round three.", "",
@@ -780,30 +788,7 @@ def render(section: dict, title: str = "## Threads on a shared machine") -> list
              "to the CPU-share bound, the policy's quiet epoch x (1 + N / cores). Policies "
              "(`benchmarks._policies.CANDIDATES`):", ""]
     lines += [f"- `{name}`: {_policies.CANDIDATES[name].about}" for name in section["policies"]]
-    loads = section["loads"]
-    lines += ["", "| table | n x d | policy | threads | " + " | ".join(
-        "quiet s" if n == 0 else f"N={n} s (ratio)" for n in loads) + " | worst ratio |",
-        "|---|---|---|---|" + "---|" * len(loads) + "---|"]
-    by_key = {_key(r): r for r in rows}
-    for table in section["tables"]:
-        for policy in section["policies"]:
-            cells, shape, threads = [], "", []
-            for load in loads:
-                r = by_key.get((table, policy, load))
-                if r is None or "error" in r:
-                    cells.append("—" if r is None else f"failed: {r['error']}")
-                    continue
-                shape = f"{r['n']} x {r['d']}"
-                threads.append(str(r["threads"]))
-                ratio = verdict["ratios"].get(policy, {}).get((table, load))
-                cells.append(f"{r['median_seconds']:.3g}" + (f" ({ratio:.2f})" if ratio is not None else "")
-                             + (f" {r['decision']}" if r.get("decision") else "")
-                             + ("" if len(r["epoch_seconds"]) >= section["epochs"] else
-                                f" [{len(r['epoch_seconds'])} epochs]"))
-            table_worst = max((v for (t, _), v in verdict["ratios"].get(policy, {}).items() if t == table),
-                              default=None)
-            lines.append(f"| {table} | {shape} | `{policy}` | {'/'.join(threads)} | " + " | ".join(cells) +
-                         f" | {'—' if table_worst is None else f'{table_worst:.2f}'} |")
+    lines += ["", *_cell_table(section, rows, verdict["ratios"])]
     lines += ["", "Against today's (`spin`): each policy's quiet epoch, and its worst ratio over every table and N.",
               "", "| policy | " + " | ".join(f"{t} quiet vs spin" for t in section["tables"]) +
               " | worst ratio | within 5 % quiet | thread count follows the load |",

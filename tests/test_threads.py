@@ -245,7 +245,8 @@ def test_the_report_is_written_where_asked_and_only_there(tmp_path):
 
 
 def policy_environment(report: dict) -> dict[str, str]:
-    """The wait variables the policy a process reported (``report``) sets: for adaptive-threads, those of its decision."""
+    """The wait variables the policy a process reported (``report``) sets: for adaptive-threads, those of its
+    decision."""
     policy = POLICIES[report["policy"]]
     return dict(policy.when_busy if report.get("decision") == "passive" else policy.environment)
 

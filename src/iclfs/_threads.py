@@ -114,8 +114,8 @@ POLICIES: dict[str, ThreadPolicy] = {
     )
 }
 
-#: ``adaptive-threads`` waits passively when other processes keep at least this many of the CPUs this process may use
-#: busy as it starts. One other runnable process on them counts about 1.0, a quiet machine's daemons about
+#: ``adaptive-threads`` waits passively when other processes keep at least this many of the CPUs this process
+#: may use busy as it starts. One other runnable process on them counts about 1.0, a quiet machine's daemons about
 #: 0.0-0.1 (with /proc/stat's 1/100 s ticks, 0.1 s on one CPU reads in steps of 0.1): half a CPU lies between.
 BUSY_THRESHOLD = 0.5
 #: How long ``adaptive-threads`` samples the CPUs' load as a process starts.
@@ -258,10 +258,11 @@ def apply_policy(name: str | None = None, environ: MutableMapping[str, str] = os
     how threads wait: libgomp would mix them), and none that the environment has already; an empty value
     counts as unset (OpenMP rejects it). A policy that reads the load (``adaptive-threads``) reads it with
     ``measure_busy`` only when its choice can still matter here: no wait variable of the user's, torch not
-    yet loaded; busy, it sets the policy's ``when_busy`` variables and, for one that follows the load, the thread
-    count of the free CPUs (:func:`free_cpus`). Records the policy's name in ``$ICLFS_THREAD_POLICY`` for the processes this one starts (each
-    of them reads the load for itself, unless this one set a wait variable: they inherit it as set), and
-    whether torch was loaded already (then libgomp had read its settings).
+    yet loaded; busy, it sets the policy's ``when_busy`` variables and, for one that follows the load, the
+    thread count of the free CPUs (:func:`free_cpus`). Records the policy's name in ``$ICLFS_THREAD_POLICY``
+    for the processes this one starts (each of them reads the load for itself, unless this one set a wait
+    variable: they inherit it as set), and whether torch was loaded already (then libgomp had read its
+    settings).
     """
     name = name or environ.get(POLICY_VARIABLE) or DEFAULT_POLICY
     policy = policy_named(name)

@@ -584,7 +584,8 @@ def test_the_verdict_sets_the_default_policy_line_and_this_process(tmp_path, mon
     # a candidate that lost its place in the product (or no candidate at all) cannot become the default
     for name in ("brief-spin", "fastest"):
         with pytest.raises(SystemExit, match=rf"^the winner '{name}' is no policy of the product "
-                                             r"\(iclfs\._threads\.POLICIES: spin, passive, adaptive-threads\): move it from"):
+                                             r"\(iclfs\._threads\.POLICIES: spin, passive, adaptive-threads\): "
+                                             r"move it from"):
             _contention.apply_verdict(name, source)
     assert source.read_text() == written
 
@@ -781,7 +782,8 @@ def test_fold_round5_lets_the_thread_count_follow_the_load_with_round_fours_quie
     assert applied == [winner] and f"round five's winner: '{winner}'" in capsys.readouterr().out
     text = output.read_text()
     assert "### Fifth round: the thread count may follow the load" in text
-    assert f"| a | 3 x 4 | `adaptive-threads` | 2/1/1/1 | 1 | {1.5 * ratio_threads:.3g} ({ratio_threads:.2f}) | " in text
+    row = f"| a | 3 x 4 | `adaptive-threads` | 2/1/1/1 | 1 | {1.5 * ratio_threads:.3g} ({ratio_threads:.2f}) | "
+    assert row in text
     spin = _contention_section_worst(json.loads(round3.read_text()))["spin"]
     assert f"| `spin` | yes | — | {spin:.2f} (round three) |" in text
     eligible = "no" if busy_quiet else "yes"

@@ -149,7 +149,7 @@ def test_a_process_that_imports_the_selector_first_runs_mkl_reproducibly(users, 
     env = {k: v for k, v in os.environ.items() if k != "MKL_CBWR"} | {"MKL_VERBOSE": "1"}
     if users:
         env["MKL_CBWR"] = users
-    done = subprocess.run([sys.executable, "-c", "from iclfs import ICLFSSelector; import torch; torch.ones(64, 64) @ torch.ones(64, 64)"],
-                          env=env, capture_output=True, text=True, timeout=300)
+    script = "from iclfs import ICLFSSelector; import torch; torch.ones(64, 64) @ torch.ones(64, 64)"
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"CNR:{mode} " in done.stdout, done.stdout[-2000:]
