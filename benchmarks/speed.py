@@ -625,6 +625,9 @@ FOLDED = {"fold_round2": ("contention_round2", ("rows", "cores", "environment", 
           "fold_round5": ("contention_round5", ("rows", "cores", "environment", "policies", "tables", "loads",
                                                 "repeats", "epochs")),
           "fold_gpu_row": ("gpu_row", ("device", "matmul", "rows", "command"))}
+#: The contention rounds --apply-verdict can apply, newest first: the newest folded in decides.
+ROUNDS = {"fold_round5": "round five", "fold_round4": "round four", "fold_round3": "round three",
+          "fold_round2": "round two"}
 
 
 def read_folded(args) -> dict:
@@ -783,7 +786,7 @@ def main(argv: list[str] | None = None) -> None:
     parser, args = parse_arguments(argv)
     notes = Path(args.notes).read_text() if args.notes and Path(args.notes).is_file() else ""
     output = Path(args.output)
-    if args.fold_round2 or args.fold_round3 or args.fold_round4 or args.fold_round5 or args.fold_gpu_row:
+    if any(getattr(args, option) for option in FOLDED):
         report_path = output.with_suffix(".json")
         if not report_path.is_file():
             parser.error(f"--fold-round2 to --fold-round5 and --fold-gpu-row add to {report_path}, "
@@ -797,10 +800,8 @@ def main(argv: list[str] | None = None) -> None:
                          "fold round four first (--fold-round4)")
         if args.apply_verdict:
             # the newest round folded in decides
-            key, name = (("contention_round5", "round five") if args.fold_round5 else
-                         ("contention_round4", "round four") if args.fold_round4 else
-                         ("contention_round3", "round three") if args.fold_round3 else
-                         ("contention_round2", "round two") if args.fold_round2 else (None, None))
+            newest = next((option for option in ROUNDS if getattr(args, option)), None)
+            key, name = (FOLDED[newest][0], ROUNDS[newest]) if newest else (None, None)
             if key is None:
                 parser.error("--apply-verdict applies a round's verdict: give --fold-round5, --fold-round4, "
                              "--fold-round3 or --fold-round2")
