@@ -222,6 +222,63 @@ Its command, on the project's 2-core machine with every other job stopped:
         --json $R.json --csv $R.csv --output $R.md --minutes 60 --cell-seconds 60 \
         --tables lung_small warpPIE10P Prostate_GE --policies adaptive adaptive-threads --loads 1 2 4
 
+**Sixth round, fixed before its results: a training that times its thread
+count.** Round five's winner, ``adaptive-threads``, read at most 1.55x
+(warpPIE10P and Prostate_GE, N = 4, on one thread), where ``adaptive``'s
+two threads had read 1.05x and 1.40x; but on lung_small, N = 2, two threads
+had read 2.03x and one 1.08x. Which count is faster beside busy processes
+depends on the table: a small map's many short parallel regions each wait
+for a thread the busy processes descheduled, while on a large map each of
+two threads takes its own share of the machine. Round six's candidate is
+``adaptive-timed``: on a quiet machine libgomp's own settings (nothing set,
+as ``adaptive-threads``); when other processes keep the CPUs busy as it
+starts, passive waiting, and the training times one epoch on torch's thread
+count and one on the CPUs the busy processes leave free, runs on the faster
+and times the other again every 20 epochs
+(:class:`iclfs.method._runtime.ThreadChoice`; a ``fast`` training on CPU
+ends in the same bits at any count, so the choice moves no list). A cell
+runs its epochs as :func:`iclfs.method._training.train` does: the warm-up
+on each count, then each epoch on the count the choice gives, the cell's
+first epoch (untimed) included; its five timed epochs so hold the one
+epoch timed on the other count, and none of the retimes a 100-epoch
+training adds (at most five epochs on the slower count). What was seen
+before writing this: one process a cell of each policy, on lung_small
+(quiet and N = 2) and warpPIE10P (N = 4): warpPIE10P's timed cell ran on two
+threads at 4.20 s against ``adaptive-threads``'s 4.67 s on one; lung_small's
+timed cell chose one thread and read 0.090 s against 0.046 s, its epochs on
+that one thread 0.045-0.095 s apart. Round six:
+
+- runs with the machine otherwise quiet the cells of ``adaptive-threads``
+  and ``adaptive-timed`` on lung_small, warpPIE10P and Prostate_GE, quiet
+  and beside N = 1, 2, 4 busy processes, each quiet cell in 5 fresh
+  processes and each loaded cell in 3, interleaved as round five
+  (``--repeats 5 3``), with ``--cell-seconds 120``, so that a loaded
+  Prostate_GE cell times its five epochs;
+- reads a cell as rounds three to five (the median of its processes'
+  medians); since the two policies run the same settings whenever they
+  read the machine as quiet, a table's quiet epoch, against which both
+  policies' ratios are taken, is the median over both policies' ten quiet
+  processes (their medians), so that the noise of five quiet processes
+  does not decide between two policies that are the same there; if any
+  quiet process read the machine as busy, each policy's own quiet epoch
+  is used instead, as round five;
+- takes the quiet test from round four as round five did (both run
+  ``adaptive``'s settings when they read the machine as quiet), and
+  ``spin``'s worst ratio from round three;
+- decides by the rule unchanged: among the policies within 5 % of
+  ``spin``'s quiet epoch on every table, the lowest worst ratio over every
+  table and N; a tie goes to the policy in force. If ``adaptive-timed``
+  wins it becomes :data:`iclfs._threads.DEFAULT_POLICY` and
+  ``adaptive-threads`` leaves the product for this study's candidates; if
+  it loses, it leaves the product, its thread choice with it.
+
+Its command, on the project's 2-core machine with every other job stopped:
+
+    R=benchmarks/results/contention_round6
+    .venv/bin/python -m benchmarks.speed --contention --estimate-epochs 0 --resume --repeats 5 3 \
+        --json $R.json --csv $R.csv --output $R.md --minutes 100 --cell-seconds 120 \
+        --tables lung_small warpPIE10P Prostate_GE --policies adaptive-threads adaptive-timed --loads 1 2 4
+
 ``--estimate-epochs`` then trains each table quietly under the default policy
 with the progress log on and compares the first estimate it logged
 (:attr:`iclfs.method._progress.Progress.first_estimate`) with the real
@@ -299,23 +356,33 @@ def cell(source: str, epochs: int, limit: float = float("inf")) -> dict:
     """In a fresh process under its policy: ``epochs`` epochs timed after one warm-up epoch, fewer (at least
     two) once the warm-up and the timed epochs have taken ``limit`` seconds: a policy that spins beside busy
     processes can take minutes an epoch, and two epochs show it as well as five."""
+    from collections import Counter
+
     import torch
 
     from iclfs.method._config import RuntimeConfig, TrainingConfig, ViewConfig
-    from iclfs.method._runtime import compute_settings
-    from iclfs.method._training import Trainer
+    from iclfs.method._runtime import compute_settings, thread_choice
+    from iclfs.method._training import Trainer, warm_up_each
 
     A = inverted_map(source)
     runtime = RuntimeConfig(device="cpu", progress=False, check_memory=False)
     trainer = Trainer(A, TrainingConfig(), ViewConfig(), runtime, seed=0)
     with compute_settings(trainer.device, trainer.precision, runtime.num_threads) as threads:
-        spent = trainer.train_epoch()["seconds"]
+        # as train() runs its epochs: the warm-up, then each epoch on the thread count the policy chooses
+        choice = thread_choice(trainer.plan, runtime.num_threads, threads)
+        warm_up_each(trainer, choice)
         seconds: list[float] = []
-        while len(seconds) < epochs and (len(seconds) < 2 or spent < limit):
-            seconds.append(trainer.train_epoch()["seconds"])
-            spent += seconds[-1]
+        counts: list[int] = []
+        spent = 0.0
+        while len(seconds) < epochs + 1 and (len(seconds) < 3 or spent < limit):
+            with choice.epoch() as count:
+                seconds.append(trainer.train_epoch()["seconds"])
+            counts.append(count)
+            spent = sum(seconds)
+    seconds, counts = seconds[1:], counts[1:]  # the first is the cell's warm-up epoch
     applied = _threads.APPLIED
-    return {"policy": applied.policy, "set": applied.set, "threads": threads, "torch_threads": torch.get_num_threads(),
+    return {"policy": applied.policy, "set": applied.set, "threads": Counter(counts).most_common(1)[0][0],
+            "epoch_threads": counts, "counts": list(choice.counts), "torch_threads": torch.get_num_threads(),
             "epoch_seconds": seconds, "median_seconds": statistics.median(seconds), "d": A.shape[0], "n": A.shape[1],
             "load_average": os.getloadavg()[0], "decision": applied.decision, "busy": applied.busy}
 

@@ -30,14 +30,19 @@ def quiet_machine() -> None:
 # --- what a policy sets and keeps ----------------------------------------------------------------------------
 
 
-def test_the_product_keeps_spin_passive_and_adaptive_threads_and_the_default_is_one_of_them():
-    """The study's other candidates lost it and live in benchmarks/_policies.py (tests/benchmarks/test_policies.py)."""
-    assert list(POLICIES) == ["spin", "passive", "adaptive-threads"] and DEFAULT_POLICY in POLICIES
+def test_the_product_keeps_spin_passive_adaptive_threads_and_adaptive_timed_and_the_default_is_one_of_them():
+    """The study's other candidates lost it and live in benchmarks/_policies.py (tests/benchmarks/test_policies.py);
+    adaptive-timed is round six's candidate."""
+    assert list(POLICIES) == ["spin", "passive", "adaptive-threads", "adaptive-timed"] and DEFAULT_POLICY in POLICIES
     assert dict(POLICIES["passive"].environment) == {"OMP_WAIT_POLICY": "PASSIVE"} and not POLICIES["spin"].environment
     # adaptive-threads: spin's settings on a quiet machine; on a busy one passive, on the CPUs left free
     assert not POLICIES["adaptive-threads"].environment and POLICIES["adaptive-threads"].follow_load
     assert dict(POLICIES["adaptive-threads"].when_busy) == {"OMP_WAIT_POLICY": "PASSIVE"}
     assert not any(policy.follow_load for name, policy in POLICIES.items() if name != "adaptive-threads")
+    # adaptive-timed: the same on a quiet machine; on a busy one passive, and the training times its threads
+    assert not POLICIES["adaptive-timed"].environment and not POLICIES["adaptive-timed"].follow_load
+    assert dict(POLICIES["adaptive-timed"].when_busy) == {"OMP_WAIT_POLICY": "PASSIVE"}
+    assert [name for name, policy in POLICIES.items() if policy.time_threads] == ["adaptive-timed"]
 
 
 def test_the_default_policy_sets_its_variables_and_names_itself_for_child_processes(monkeypatch):
@@ -82,7 +87,7 @@ def test_the_environment_picks_another_policy_and_a_wrong_or_removed_name_is_ref
     assert apply_policy(environ=environ).set == {"OMP_WAIT_POLICY": "PASSIVE"}
     environ = {POLICY_VARIABLE: name}
     with pytest.raises(ValueError, match=rf"^ICLFS_THREAD_POLICY='{name}' names no thread policy; use one of spin, "
-                                         rf"passive, adaptive-threads \(or unset it for '{DEFAULT_POLICY}'\)$"):
+                                         rf"passive, adaptive-threads, adaptive-timed \(or unset it for '{DEFAULT_POLICY}'\)$"):
         apply_policy(environ=environ)
     assert environ == {POLICY_VARIABLE: name}  # refused before anything is set
 

@@ -91,6 +91,10 @@ class ThreadPolicy:
     follow_load : bool
         With ``when_busy``: also set ``OMP_NUM_THREADS`` to the CPUs the busy processes leave free
         (:func:`free_cpus`).
+    time_threads : bool
+        With ``when_busy``: a ``fast`` training on CPU times its epochs on torch's thread count and on the
+        CPUs the busy processes leave free, and runs on the faster (:func:`counts_to_time`,
+        :class:`iclfs.method._runtime.ThreadChoice`).
     """
 
     name: str
@@ -98,6 +102,7 @@ class ThreadPolicy:
     about: str = ""
     when_busy: tuple[tuple[str, str], ...] | None = None
     follow_load: bool = False
+    time_threads: bool = False
 
 
 POLICIES: dict[str, ThreadPolicy] = {
@@ -111,6 +116,13 @@ POLICIES: dict[str, ThreadPolicy] = {
                      "of this process's CPUs busy when it starts (sampled over 0.1 s): then OMP_WAIT_POLICY=PASSIVE "
                      "and OMP_NUM_THREADS = the CPUs they leave free (at least 1)",
                      when_busy=(("OMP_WAIT_POLICY", "PASSIVE"),), follow_load=True),
+        ThreadPolicy("adaptive-timed", (),
+                     "libgomp's default wait and thread count, unless other processes keep at least half of one "
+                     "of this process's CPUs busy when it starts (sampled over 0.1 s): then OMP_WAIT_POLICY=PASSIVE, "
+                     "and a training times an epoch on torch's thread count and one on the CPUs they leave free "
+                     "(at least 1), runs on the faster, and times the other again every "
+                     "20 epochs",
+                     when_busy=(("OMP_WAIT_POLICY", "PASSIVE"),), time_threads=True),
     )
 }
 
@@ -239,6 +251,20 @@ def free_cpus(busy: float | None, cpus: int) -> int:
     if busy is None:
         return cpus
     return max(1, min(cpus, cpus - round(busy)))
+
+
+def counts_to_time(threads: int, applied: AppliedPolicy | None = None) -> tuple[int, ...]:
+    """The thread counts a training on ``threads`` threads may time and choose between, the first its start:
+    ``(threads, free)`` where the policy ``applied`` (default: :data:`APPLIED`) times its threads, read the
+    machine as busy, and the CPUs the busy processes left free (:func:`free_cpus`) are fewer than
+    ``threads``; else ``(threads,)``. A user's own ``OMP_NUM_THREADS`` is a thread count chosen: it is kept."""
+    applied = APPLIED if applied is None else applied
+    policy = POLICIES.get(applied.policy)
+    if (policy is None or not policy.time_threads or applied.decision != "passive" or applied.cpus is None
+            or "OMP_NUM_THREADS" in applied.kept):
+        return (threads,)
+    free = min(threads, free_cpus(applied.busy, applied.cpus))
+    return (threads,) if free == threads else (threads, free)
 
 
 def policy_named(name: str) -> ThreadPolicy:

@@ -17,7 +17,7 @@ PYTHON = sys.executable
 
 
 def test_the_study_keeps_every_candidate_and_takes_the_products_own_from_the_product():
-    assert list(_policies.CANDIDATES) == ["spin", "passive", "adaptive-threads", "short-spin", "brief-spin",
+    assert list(_policies.CANDIDATES) == ["spin", "passive", "adaptive-threads", "adaptive-timed", "short-spin", "brief-spin",
                                           "free-cpus", "passive-free-cpus", "adaptive"]
     for name, policy in _threads.POLICIES.items():
         candidate = _policies.CANDIDATES[name]

@@ -25,13 +25,14 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from iclfs._threads import available_cpus
+from iclfs._threads import available_cpus, counts_to_time
 
 from ._config import ParameterError, RuntimeConfig, TrainingConfig
 
@@ -355,6 +356,72 @@ def compute_settings(device: torch.device, precision: str, num_threads: int | No
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
 
 
+#: Under load, a training that chooses its thread count times the count it does not run on again every this many
+#: epochs: the other processes come and go.
+RETIME_EPOCHS = 20
+
+
+class ThreadChoice:
+    """Which of a few thread counts a training's next epoch runs on: the faster, as timed.
+
+    Beside busy processes a small map trains faster on the CPUs they leave
+    free (on two threads lung_small's many short parallel regions each wait
+    for a descheduled thread) and a large one on every CPU (each thread takes
+    its share of the machine): contention round five measured both. With
+    ``counts`` of one, every epoch runs on it. With more, the epochs run on
+    each count in turn until each has been timed once, then on the one whose
+    latest epoch was the fastest, and every :data:`RETIME_EPOCHS` epochs on
+    the count timed longest ago. Only a training that ends in the same bits
+    at any thread count may choose (:attr:`TrainingPlan.thread_invariant`).
+
+    Parameters
+    ----------
+    counts : tuple of int
+        The thread counts, the first the one the training started on.
+    clock : callable
+        Seconds, for the tests; :func:`time.perf_counter`.
+    """
+
+    def __init__(self, counts: tuple[int, ...], clock: Callable[[], float] = time.perf_counter) -> None:
+        self.counts = tuple(dict.fromkeys(counts))
+        self.clock = clock
+        self.seconds: dict[int, float] = {}  # each count's latest epoch
+        self.timed_at: dict[int, int] = {}  # the epoch each count was last timed on
+        self.epochs = 0
+
+    def next_count(self) -> int:
+        """The thread count the next epoch runs on."""
+        untimed = [count for count in self.counts if count not in self.seconds]
+        if untimed:
+            return untimed[0]
+        if self.epochs % RETIME_EPOCHS == 0:
+            return min(self.counts, key=lambda count: self.timed_at[count])
+        return min(self.counts, key=lambda count: self.seconds[count])
+
+    @contextlib.contextmanager
+    def epoch(self) -> Iterator[int]:
+        """Run one epoch on :meth:`next_count` threads (set here when there is a choice) and time it."""
+        count = self.next_count()
+        if len(self.counts) > 1 and torch.get_num_threads() != count:
+            torch.set_num_threads(count)
+        started = self.clock()
+        yield count
+        self.seconds[count] = self.clock() - started
+        self.timed_at[count] = self.epochs
+        self.epochs += 1
+
+
+def thread_choice(plan: TrainingPlan, num_threads: int | None, threads: int) -> ThreadChoice:
+    """The :class:`ThreadChoice` of a training that :func:`compute_settings` started on ``threads`` threads:
+    between those and the CPUs busy processes leave free when the thread policy in force times its threads
+    and read the machine as busy (:func:`iclfs._threads.counts_to_time`), the network trains to the same
+    bits at any count, and the user chose no count (``runtime.num_threads``); else ``threads`` alone.
+    """
+    if num_threads is not None or not plan.thread_invariant:
+        return ThreadChoice((threads,))
+    return ThreadChoice(counts_to_time(threads))
+
+
 def flushing_denormals() -> bool:
     """Whether this thread's CPU arithmetic flushes subnormal floats to zero (torch has no getter)."""
     return float((torch.tensor([1e-39]) * 1.0).item()) == 0.0
@@ -426,6 +493,12 @@ class TrainingPlan:
     def kernel_used(self) -> str:
         """The attention kernel that runs: the planned one, or ``none`` without attention."""
         return self.attention_kernel if self.use_attention else "none"
+
+    @property
+    def thread_invariant(self) -> bool:
+        """Whether the network trains to the same bits at any thread count: ``fast`` on CPU (the ``paper``
+        schedule keeps torch's own batch norm, to repeat the published loop bit for bit)."""
+        return self.device.type == "cpu" and self.schedule != "paper"
 
 
 def plan_training(d: int, n: int, training: TrainingConfig, runtime: RuntimeConfig) -> TrainingPlan:

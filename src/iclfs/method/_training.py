@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,7 +35,8 @@ from ._losses import decorrelation_loss, info_nce_with_negative
 from ._model import ICLFSNetwork
 from ._progress import Progress
 from ._replay import paper_step, published_masks
-from ._runtime import ForwardContext, Regime, TrainingPlan, compute_settings, forward_context_for, plan_training
+from ._runtime import (ForwardContext, Regime, ThreadChoice, TrainingPlan, compute_settings, forward_context_for,
+                       plan_training, thread_choice)
 from ._scores import embed
 from ._views import ViewMasks, Views, apply_masks, generate_masks, generate_views
 
@@ -47,7 +49,9 @@ class TrainingResult:
     regime: Regime
     device: str
     precision: str = "fp32"  # the resolved precision (fp32, tf32 or bf16)
-    threads: int = 1  # torch's intra-op threads during training (``paper`` on CPU: its bits depend on them)
+    # torch's intra-op threads during training, the count most epochs ran on (each history row has its epoch's;
+    # ``paper`` on CPU: its bits depend on them)
+    threads: int = 1
     attention_kernel: str = "fused"  # fused, blocked, literal, or none without attention
     loss_block_rows: int | None = None  # InfoNCE logits rows per block (fast); None for paper's dense losses
     history: list[dict] = field(default_factory=list)  # one row per epoch
@@ -64,7 +68,7 @@ def build_model(plan: TrainingPlan, training: TrainingConfig) -> ICLFSNetwork:
     """
     return ICLFSNetwork(plan.n, plan.regime, dropout=training.dropout, use_attention=plan.use_attention,
                         attention_kernel=plan.attention_kernel,
-                        thread_invariant=plan.device.type == "cpu" and plan.schedule != "paper")
+                        thread_invariant=plan.thread_invariant)
 
 
 def decorrelation_weight(training: TrainingConfig, regime: Regime) -> float:
@@ -256,8 +260,10 @@ def train(
     -------
     TrainingResult
         The network in eval mode on the training device, and one history row
-        per epoch. torch's thread count and TF32 flags are set for the run and
-        restored when it ends.
+        per epoch, with the threads it ran on. torch's thread count and TF32
+        flags are set for the run and restored when it ends; under load the
+        default thread policy may run the epochs on fewer threads
+        (:func:`~iclfs.method._runtime.thread_choice`), which moves no bit.
     """
     started = time.perf_counter()
     runtime = runtime or RuntimeConfig()
@@ -268,13 +274,18 @@ def train(
         progress = Progress(epochs, f"ICLFS {trainer.training.schedule} d={d} n={n}", runtime.progress)
     history: list[dict] = []
     with compute_settings(trainer.device, trainer.precision, runtime.num_threads) as threads:
-        warm_up(trainer, threads)
+        choice = thread_choice(trainer.plan, runtime.num_threads, threads)
+        warm_up_each(trainer, choice)
         for _ in range(epochs):
-            history.append(trainer.train_epoch())
-            progress.update(history[-1]["loss"])
+            with choice.epoch() as count:
+                row = trainer.train_epoch()
+            history.append(row | {"threads": count})
+            progress.update(row["loss"])
     trainer.model.eval()
-    return TrainingResult(trainer.model, trainer.regime, str(trainer.device), trainer.precision, threads,
-                          trainer.attention_kernel, trainer.loss_block_rows, history, time.perf_counter() - started)
+    most = Counter(row["threads"] for row in history).most_common(1)  # a tie: the count run first
+    return TrainingResult(trainer.model, trainer.regime, str(trainer.device), trainer.precision,
+                          most[0][0] if most else threads, trainer.attention_kernel, trainer.loss_block_rows,
+                          history, time.perf_counter() - started)
 
 
 _WARM: set[tuple] = set()  # (d, n, training, views, threads) this process has warmed up for
@@ -303,6 +314,15 @@ def warm_up(trainer: Trainer, threads: int) -> None:
         spare.train_epoch()
         embed(spare.model, trainer.anchor)
     _WARM.add(key)
+
+
+def warm_up_each(trainer: Trainer, choice: ThreadChoice) -> None:
+    """:func:`warm_up` on each thread count ``choice`` may run an epoch on, its first last (training starts on
+    it)."""
+    for count in reversed(choice.counts):
+        if torch.get_num_threads() != count:
+            torch.set_num_threads(count)
+        warm_up(trainer, count)
 
 
 def first_epoch_masks(A: np.ndarray | torch.Tensor, training: TrainingConfig | None = None,

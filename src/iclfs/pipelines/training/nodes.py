@@ -128,7 +128,6 @@ def training_outputs(trainings: list, shape: tuple[int, int], schedule: str
             frame["n_features"] = shape[0] if blocks is None else len(blocks[block])
             frame["device"] = result.device
             frame["precision"] = result.precision
-            frame["threads"] = result.threads
             frame["attention_kernel"] = result.attention_kernel
             frame["loss_block_rows"] = result.loss_block_rows  # empty for paper's dense losses
             frame["regime"] = result.regime.name
