@@ -476,7 +476,8 @@ def merge_repeats(rows: list[dict]) -> list[dict]:
             "median_seconds": statistics.median(medians), "repeat_medians": medians,
             # the fewest epochs any repeat timed: the report marks a cell cut short by its time limit
             "epoch_seconds": min((r["epoch_seconds"] for r in good), key=len),
-            "threads": "/".join(dict.fromkeys(str(r["threads"]) for r in good)),
+            # the count each repeat ran most of its epochs on, each once: "1,2" where they differed
+            "threads": ",".join(dict.fromkeys(str(r["threads"]) for r in good)),
             "decision": "/".join(dict.fromkeys(r["decision"] for r in good if r.get("decision"))) or None})
     return merged
 
@@ -733,7 +734,7 @@ def _cell_table(section: dict, rows: list[dict], ratios: dict, decisions: bool =
                     cells.append("—" if r is None else f"failed: {r['error']}")
                     continue
                 shape = f"{r['n']} x {r['d']}"
-                threads.append(str(r["threads"]))
+                threads.append(f"({r['threads']})" if "," in str(r["threads"]) else str(r["threads"]))
                 ratio = ratios.get(policy, {}).get((table, load))
                 cells.append(f"{r['median_seconds']:.3g}" + (f" ({ratio:.2f})" if ratio is not None else "")
                              + (f" {r['decision']}" if decisions and r.get("decision") else "")
@@ -745,14 +746,29 @@ def _cell_table(section: dict, rows: list[dict], ratios: dict, decisions: bool =
     return lines
 
 
-def load_round_verdict(section: dict, quiet: dict, loaded: dict, policies=_policies.CANDIDATES) -> dict:
-    """Round five's rule: each policy's worst ratio under load from ``section`` (its own cells, each against
-    the policy's own quiet epoch there), the quiet test from ``quiet`` (round four: 40 processes a cell) and
-    ``spin``'s worst ratio from ``loaded`` (round three).
+def shared_quiet(section: dict) -> dict[str, float] | None:
+    """Round six's quiet epoch of each table, which every policy of ``section`` shares: the median over every
+    policy's quiet processes of each process's median epoch (the policies run the same settings whenever they
+    read the machine as quiet). None when a quiet process read the machine as busy (then the policies did
+    not run the same settings) or a table lacks a quiet process."""
+    quiet = [r for r in section["rows"] if r["load"] == 0 and "error" not in r]
+    if any(r.get("decision") == "passive" for r in quiet):
+        return None
+    epochs = {table: [r["median_seconds"] for r in quiet if r["table"] == table] for table in section["tables"]}
+    return None if not all(epochs.values()) else {table: statistics.median(e) for table, e in epochs.items()}
+
+
+def load_round_verdict(section: dict, quiet: dict, loaded: dict, policies=_policies.CANDIDATES,
+                       share_quiet: bool = False) -> dict:
+    """Round five's rule (and round six's, ``share_quiet``): each policy's worst ratio under load from
+    ``section`` (its own cells, each against the policy's own quiet epoch there, or with ``share_quiet``
+    against the quiet epoch every policy there shares, :func:`shared_quiet`, when it can be read), the quiet
+    test from ``quiet`` (round four: 40 processes a cell) and ``spin``'s worst ratio from ``loaded`` (round
+    three).
 
     A policy of ``section`` that is not in round four takes the quiet verdict of the one whose settings it
-    runs when it reads the machine as quiet (``adaptive-threads``: ``adaptive``'s, both setting nothing
-    there), as long as none of its quiet processes here read the machine as busy.
+    runs when it reads the machine as quiet (``adaptive-threads`` and ``adaptive-timed``: ``adaptive``'s,
+    each setting nothing there), as long as none of its quiet processes here read the machine as busy.
 
     Returns
     -------
@@ -761,9 +777,18 @@ def load_round_verdict(section: dict, quiet: dict, loaded: dict, policies=_polic
         {policy: (quiet processes that read the machine as busy, those that read it)}, ``eligible`` (within
         5 % quiet, by round four), ``complete`` (every loaded cell measured), ``winner`` (the eligible,
         complete policy with the lowest worst ratio; a tie goes to the policy in force; None while a cell is
-        missing), ``missing`` {policy: what it lacks}.
+        missing), ``missing`` {policy: what it lacks}, ``shared`` {table: the shared quiet epoch} or None
+        (each policy's own).
     """
     here = section_verdict(section)
+    shared = shared_quiet(section) if share_quiet else None
+    if shared is not None:
+        here["ratios"] = {}
+        for r in merge_repeats(section["rows"]):
+            if r["load"] and "error" not in r:
+                bound = shared[r["table"]] * (1 + r["load"] / section["cores"])
+                here["ratios"].setdefault(r["policy"], {})[(r["table"], r["load"])] = r["median_seconds"] / bound
+        here["worst"] = {p: max(ratios.values()) for p, ratios in here["ratios"].items()}
     before = quiet_round_verdict(quiet, loaded, policies)
     quiet_busy: dict[str, tuple[int, int]] = {}
     for r in section["rows"]:
@@ -788,29 +813,47 @@ def load_round_verdict(section: dict, quiet: dict, loaded: dict, policies=_polic
     in_force = _threads.DEFAULT_POLICY
     winner = (min(pool, key=lambda p: (worst[p], p != in_force)) if pool and not missing else None)
     return {"worst": worst, "ratios": here["ratios"], "quiet": here["quiet"], "quiet_busy": quiet_busy,
-            "eligible": eligible, "complete": complete, "winner": winner, "missing": missing}
+            "eligible": eligible, "complete": complete, "winner": winner, "missing": missing, "shared": shared}
 
 
-def render_load_round(section: dict, quiet: dict, loaded: dict, title: str) -> list[str]:
-    """The Markdown lines of round five under ``title``, judged by :func:`load_round_verdict`."""
-    verdict = load_round_verdict(section, quiet, loaded)
+#: What the report says of each round :func:`render_load_round` renders: the heading of its rule in this
+#: module's docstring, the sentence on its quiet test, and the rule's name in its verdict.
+LOAD_ROUNDS = {
+    "five": ("Fifth round", "(`adaptive-threads` runs `adaptive`'s settings whenever it reads the machine as quiet)",
+             "round five: the thread count may follow the load"),
+    "six": ("Sixth round", "(`adaptive-threads` and `adaptive-timed` run `adaptive`'s settings whenever they read "
+            "the machine as quiet)", "round six, unchanged"),
+}
+
+
+def render_load_round(section: dict, quiet: dict, loaded: dict, title: str, round_name: str = "five") -> list[str]:
+    """The Markdown lines of round five or six (``round_name``) under ``title``, judged by
+    :func:`load_round_verdict` (round six against the quiet epoch its policies share)."""
+    heading, stand_in, rule = LOAD_ROUNDS[round_name]
+    verdict = load_round_verdict(section, quiet, loaded, share_quiet=round_name == "six")
     rows, env, cores = merge_repeats(section["rows"]), section["environment"], section["cores"]
+    shared = verdict["shared"]
     lines = ["", title, "",
              f"Measured on {cores} cores, last {env['date']} (load average {env['load_before']:.2f} before it), "
              f"{section['epochs']} epochs a process after one warm-up (fewer, at least 2, in square brackets, once "
              f"a cell has taken {section.get('cell_limit', float('inf')):g} s), each quiet cell in "
              f"{section['repeats'][0]} fresh processes and each loaded cell in {section['repeats'][1]}, taken in "
              "turn with the other policy's, its epoch the median of its processes' medians (the rule: "
-             "`benchmarks/_contention.py`, \"Fifth round\"); a fast training on CPU here ends in the same bits at "
+             f"`benchmarks/_contention.py`, \"{heading}\"); a fast training on CPU here ends in the same bits at "
              "any thread count:", "", "```bash", *env["commands"], "```", "",
              "The epoch's median, quiet and beside N busy processes (pure-Python loops); in brackets its ratio "
-             "to the CPU-share bound, the policy's quiet epoch x (1 + N / cores); the threads each cell ran on. "
+             "to the CPU-share bound, "
+             + ("the table's quiet epoch that both policies share (the median of their quiet processes) x "
+                "(1 + N / cores)" if shared is not None else "the policy's quiet epoch x (1 + N / cores)")
+             + "; the threads each cell ran on (most of its epochs; in brackets where its processes differed). "
              "Policies:", ""]
     lines += [f"- `{name}`: {_policies.CANDIDATES[name].about}" for name in section["policies"]]
     lines += ["", *_cell_table(section, rows, verdict["ratios"], decisions=False)]
-    lines += ["", "Each policy against the rule: the quiet test from round four (`adaptive-threads` runs "
-                  "`adaptive`'s settings whenever it reads the machine as quiet), `spin`'s worst ratio under load "
-                  "from round three.", "",
+    if shared is not None:
+        lines += ["", "The quiet epoch both policies share: " + ", ".join(
+            f"{table} {seconds:.3g} s" for table, seconds in shared.items()) + "."]
+    lines += ["", f"Each policy against the rule: the quiet test from round four {stand_in}, `spin`'s worst "
+                  "ratio under load from round three.", "",
               "| policy | within 5 % of `spin` quiet | quiet processes here that read the machine as busy | "
               "worst ratio under load |", "|---|---|---|---|"]
     for policy in [TODAY, *section["policies"]]:
@@ -821,7 +864,7 @@ def render_load_round(section: dict, quiet: dict, loaded: dict, title: str) -> l
                      + ("—" if worst is None else f"{worst:.2f}" + (" (round three)" if policy == TODAY else ""))
                      + " |")
     winner = verdict["winner"]
-    lines += ["", "**The rule** (round five: the thread count may follow the load): among the policies within 5 % "
+    lines += ["", f"**The rule** ({rule}): among the policies within 5 % "
                   "of `spin`'s quiet epoch on every table, the lowest worst ratio over every table and N. "
               + (f"**Winner: `{winner}`** (worst ratio {verdict['worst'][winner]:.2f})." if winner else
                  "**No verdict yet**: " + "; ".join(f"`{p}` needs {', '.join(c)}"

@@ -3,26 +3,29 @@
 
 The product keeps those that serve a user (:data:`iclfs._threads.POLICIES`:
 ``spin``, libgomp's own wait; ``passive``, for a shared machine;
-``adaptive-threads``, which reads the load as a process starts and, when
-other processes keep its CPUs busy, waits passively on the CPUs they leave
-free); the others lost the study and live here, so that its rounds can be
-rendered and measured again. A cell of the study is a fresh process: the
-product applies its own policies there itself (``ICLFS_THREAD_POLICY``),
-``adaptive-threads`` reading the load in the cell as a user's run does; for
+``adaptive-timed``, which reads the load as a process starts and, when
+other processes keep its CPUs busy, waits passively, and whose training
+times an epoch on torch's thread count and one on the CPUs they leave free
+and runs on the faster); the others lost the study and live here, so that
+its rounds can be rendered and measured again. A cell of the study is a
+fresh process: the product applies its own policies there itself
+(``ICLFS_THREAD_POLICY``), ``adaptive-timed`` reading the load in the cell
+as a user's run does, and the cell running its epochs as a training does; for
 every other candidate the benchmark's parent process
 decides the OpenMP variables right before it starts the cell (the busy
 processes already running) and passes them in the cell's environment, under
 ``spin``, which sets nothing, so they are what the cell runs with (a user's
 own variables win in :mod:`iclfs._threads`).
 
-Three candidates here read the load as the cell starts, with the product's
+Four candidates here read the load as the cell starts, with the product's
 own reading (:func:`iclfs._threads.busy_cpus`: the CPUs the process may use,
 their own lines of /proc/stat, sampled over 0.1 s): ``free-cpus`` and
 ``passive-free-cpus`` set the thread count to the CPUs other processes leave
-free (:func:`iclfs._threads.free_cpus`), and ``adaptive`` (the default of
-round four, which lost round five) waits passively when they keep its CPUs
-busy, the thread count unchanged, and runs libgomp's own settings
-otherwise.
+free (:func:`iclfs._threads.free_cpus`); ``adaptive`` (the default of round
+four, which lost round five) waits passively when they keep its CPUs busy,
+the thread count unchanged, and runs libgomp's own settings otherwise; and
+``adaptive-threads`` (the default of round five, which lost round six) does
+the same on the CPUs they leave free.
 
 Standard library only, as :mod:`iclfs._threads`: the parent decides before
 any cell loads torch.
@@ -54,7 +57,11 @@ class Candidate:
     when_busy : bool
         Apply ``environment`` and ``follow_load`` only when other processes keep at least
         :data:`iclfs._threads.BUSY_THRESHOLD` of the cell's CPUs busy as it starts; else set nothing
-        (libgomp's own spin), as the product's ``adaptive-threads`` decides.
+        (libgomp's own spin), as the product's ``adaptive-timed`` decides.
+    time_threads : bool
+        Under load the training times an epoch on torch's thread count and one on the CPUs left free, and
+        runs on the faster: the product's own training loop does it (:class:`iclfs.method._runtime.ThreadChoice`),
+        so only a policy of the product can.
     """
 
     name: str
@@ -62,6 +69,7 @@ class Candidate:
     about: str = ""
     follow_load: bool = False
     when_busy: bool = False
+    time_threads: bool = False
 
     @property
     def in_product(self) -> bool:
@@ -74,7 +82,8 @@ class Candidate:
 CANDIDATES: dict[str, Candidate] = {
     candidate.name: candidate
     for candidate in (
-        *(Candidate(policy.name, policy.environment, policy.about, policy.follow_load, policy.when_busy is not None)
+        *(Candidate(policy.name, policy.environment, policy.about, when_busy=policy.when_busy is not None,
+                    time_threads=policy.time_threads)
           for policy in _threads.POLICIES.values()),
         Candidate("short-spin", (("GOMP_SPINCOUNT", "10000"), ("KMP_BLOCKTIME", "1")),
                   "GOMP_SPINCOUNT=10000 (KMP_BLOCKTIME=1 ms for Intel OpenMP builds, not measured here): "
@@ -87,6 +96,10 @@ CANDIDATES: dict[str, Candidate] = {
                   "libgomp's default wait", follow_load=True),
         Candidate("passive-free-cpus", (("OMP_WAIT_POLICY", "PASSIVE"),),
                   "OMP_WAIT_POLICY=PASSIVE and OMP_NUM_THREADS = the CPUs not busy at start", follow_load=True),
+        Candidate("adaptive-threads", (("OMP_WAIT_POLICY", "PASSIVE"),),
+                  "libgomp's default wait and thread count, unless other processes keep at least half of one of "
+                  "this process's CPUs busy when it starts (sampled over 0.1 s): then OMP_WAIT_POLICY=PASSIVE and "
+                  "OMP_NUM_THREADS = the CPUs they leave free (at least 1)", follow_load=True, when_busy=True),
         Candidate("adaptive", (("OMP_WAIT_POLICY", "PASSIVE"),),
                   "libgomp's default wait, unless other processes keep at least half of one of this "
                   "process's CPUs busy when it starts (sampled over 0.1 s): then OMP_WAIT_POLICY=PASSIVE; "

@@ -575,6 +575,9 @@ def render(report: dict, notes: str = "") -> str:
     if report.get("contention_round5"):  # its quiet test is round four's, spin's loaded cells round three's
         lines += _contention.render_load_round(report["contention_round5"], report["contention_round4"],
                                                report["contention_round3"], ROUND5_TITLE)
+    if report.get("contention_round6"):  # as round five, against the quiet epoch its two policies share
+        lines += _contention.render_load_round(report["contention_round6"], report["contention_round4"],
+                                               report["contention_round3"], ROUND6_TITLE, "six")
     if report.get("gpu_row"):
         lines += render_gpu_row(report["gpu_row"])
     if notes.strip():
@@ -586,6 +589,7 @@ ROUND2_TITLE = "### Second round, on 2 pinned cores of a quiet machine"
 ROUND3_TITLE = "### Third round: the product's adaptive against spin, every cell repeated"
 ROUND4_TITLE = "### Fourth round: the quiet test in 40 processes a cell"
 ROUND5_TITLE = "### Fifth round: the thread count may follow the load"
+ROUND6_TITLE = "### Sixth round: a training that times its thread count"
 
 
 def render_gpu_row(row: dict) -> list[str]:
@@ -624,10 +628,12 @@ FOLDED = {"fold_round2": ("contention_round2", ("rows", "cores", "environment", 
                                                 "repeats", "epochs")),
           "fold_round5": ("contention_round5", ("rows", "cores", "environment", "policies", "tables", "loads",
                                                 "repeats", "epochs")),
+          "fold_round6": ("contention_round6", ("rows", "cores", "environment", "policies", "tables", "loads",
+                                                "repeats", "epochs")),
           "fold_gpu_row": ("gpu_row", ("device", "matmul", "rows", "command"))}
 #: The contention rounds --apply-verdict can apply, newest first: the newest folded in decides.
-ROUNDS = {"fold_round5": "round five", "fold_round4": "round four", "fold_round3": "round three",
-          "fold_round2": "round two"}
+ROUNDS = {"fold_round6": "round six", "fold_round5": "round five", "fold_round4": "round four",
+          "fold_round3": "round three", "fold_round2": "round two"}
 
 
 def read_folded(args) -> dict:
@@ -742,9 +748,12 @@ def parse_arguments(argv: list[str]) -> tuple[argparse.ArgumentParser, argparse.
                          help="the fifth contention round's JSON (--repeats 5 3, the thread count following the "
                               "load), judged with the fourth round's quiet test and the third's spin, which the "
                               "report must hold")
+    folding.add_argument("--fold-round6", default=None,
+                         help="the sixth contention round's JSON (--repeats 5 3, a training that times its thread "
+                              "count), judged as the fifth against the quiet epoch its policies share")
     folding.add_argument("--fold-gpu-row", default=None, help="benchmarks.gpu_row's JSON")
     folding.add_argument("--apply-verdict", action="store_true",
-                         help="with --fold-round5, --fold-round4, --fold-round3 or --fold-round2: that round's "
+                         help="with --fold-round6, --fold-round5, ... or --fold-round2: the newest round's "
                               "winner becomes "
                               "iclfs._threads.DEFAULT_POLICY (its line in src/iclfs/_threads.py); no verdict, no "
                               "change")
@@ -789,24 +798,27 @@ def main(argv: list[str] | None = None) -> None:
     if any(getattr(args, option) for option in FOLDED):
         report_path = output.with_suffix(".json")
         if not report_path.is_file():
-            parser.error(f"--fold-round2 to --fold-round5 and --fold-gpu-row add to {report_path}, "
+            parser.error(f"--fold-round2 to --fold-round6 and --fold-gpu-row add to {report_path}, "
                          "which does not exist")
         report = json.loads(report_path.read_text()) | read_folded(args)
         if report.get("contention_round4") and not report.get("contention_round3"):
             parser.error(f"--fold-round4 is judged with round three's loaded cells, which {report_path} lacks: "
                          "fold round three first (--fold-round3)")
-        if report.get("contention_round5") and not report.get("contention_round4"):
-            parser.error(f"--fold-round5 is judged with round four's quiet test, which {report_path} lacks: "
-                         "fold round four first (--fold-round4)")
+        for later in ("contention_round5", "contention_round6"):
+            if report.get(later) and not report.get("contention_round4"):
+                parser.error(f"--fold-round{later[-1]} is judged with round four's quiet test, which {report_path} "
+                             "lacks: fold round four first (--fold-round4)")
         if args.apply_verdict:
             # the newest round folded in decides
             newest = next((option for option in ROUNDS if getattr(args, option)), None)
             key, name = (FOLDED[newest][0], ROUNDS[newest]) if newest else (None, None)
             if key is None:
-                parser.error("--apply-verdict applies a round's verdict: give --fold-round5, --fold-round4, "
-                             "--fold-round3 or --fold-round2")
+                parser.error("--apply-verdict applies a round's verdict: give one of "
+                             + ", ".join("--" + option.replace("_", "-") for option in ROUNDS))
             verdict = (_contention.load_round_verdict(report[key], report["contention_round4"],
-                                                      report["contention_round3"]) if key == "contention_round5" else
+                                                      report["contention_round3"],
+                                                      share_quiet=key == "contention_round6")
+                       if key in ("contention_round5", "contention_round6") else
                        _contention.quiet_round_verdict(report[key], report["contention_round3"])
                        if key == "contention_round4" else _contention.section_verdict(report[key]))
             if verdict["winner"] is None:

@@ -207,7 +207,8 @@ def test_dag_sets_the_thread_policy_airflow_conf_names_in_its_tasks_environment(
     assert task_environment(tree) == {"KEDRO_DISABLE_TELEMETRY": "1", "ICLFS_THREAD_POLICY": "passive"}
 
 
-@pytest.mark.parametrize("policy, hint", [("adaptive", " (did you mean 'adaptive-threads'?)"),
+@pytest.mark.parametrize("policy, hint", [("adaptive", " (did you mean 'adaptive-timed'?)"),
+                                          ("adaptive-threads", " (did you mean 'adaptive-timed'?)"),
                                           ("Passive", " (did you mean 'passive'?)"),
                                           ("spin\"}; import os; {\"", ""), (3, "")])
 def test_dag_refuses_a_thread_policy_the_product_lacks_naming_the_three(project, policy, hint):
@@ -215,7 +216,7 @@ def test_dag_refuses_a_thread_policy_the_product_lacks_naming_the_three(project,
     result = CliRunner().invoke(cli.dag, ["expr"])
     assert result.exit_code == 1, result.output
     assert result.output.startswith(f"Error: conf/local/airflow.yml select: thread_policy = {policy!r} is invalid: "
-                                    f"expected one of spin, passive, adaptive-threads{hint}, or null (the policy in "
+                                    f"expected one of spin, passive, adaptive-timed{hint}, or null (the policy in "
                                     f"force where the task runs: {DEFAULT_POLICY!r} unless its environment sets "
                                     "ICLFS_THREAD_POLICY)")
     assert not (project / "airflow_dags").exists()

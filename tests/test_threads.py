@@ -30,17 +30,12 @@ def quiet_machine() -> None:
 # --- what a policy sets and keeps ----------------------------------------------------------------------------
 
 
-def test_the_product_keeps_spin_passive_adaptive_threads_and_adaptive_timed_and_the_default_is_one_of_them():
-    """The study's other candidates lost it and live in benchmarks/_policies.py (tests/benchmarks/test_policies.py);
-    adaptive-timed is round six's candidate."""
-    assert list(POLICIES) == ["spin", "passive", "adaptive-threads", "adaptive-timed"] and DEFAULT_POLICY in POLICIES
+def test_the_product_keeps_spin_passive_and_adaptive_timed_and_the_default_is_one_of_them():
+    """The study's other candidates lost it and live in benchmarks/_policies.py (tests/benchmarks/test_policies.py)."""
+    assert list(POLICIES) == ["spin", "passive", "adaptive-timed"] and DEFAULT_POLICY in POLICIES
     assert dict(POLICIES["passive"].environment) == {"OMP_WAIT_POLICY": "PASSIVE"} and not POLICIES["spin"].environment
-    # adaptive-threads: spin's settings on a quiet machine; on a busy one passive, on the CPUs left free
-    assert not POLICIES["adaptive-threads"].environment and POLICIES["adaptive-threads"].follow_load
-    assert dict(POLICIES["adaptive-threads"].when_busy) == {"OMP_WAIT_POLICY": "PASSIVE"}
-    assert not any(policy.follow_load for name, policy in POLICIES.items() if name != "adaptive-threads")
-    # adaptive-timed: the same on a quiet machine; on a busy one passive, and the training times its threads
-    assert not POLICIES["adaptive-timed"].environment and not POLICIES["adaptive-timed"].follow_load
+    # adaptive-timed: spin's settings on a quiet machine; on a busy one passive, and the training times its threads
+    assert not POLICIES["adaptive-timed"].environment
     assert dict(POLICIES["adaptive-timed"].when_busy) == {"OMP_WAIT_POLICY": "PASSIVE"}
     assert [name for name, policy in POLICIES.items() if policy.time_threads] == ["adaptive-timed"]
 
@@ -81,13 +76,13 @@ def test_an_empty_variable_counts_as_unset():
     assert apply_policy("passive", environ=environ).set == {"OMP_WAIT_POLICY": "PASSIVE"}
 
 
-@pytest.mark.parametrize("name", ["fast", "short-spin", "brief-spin", "free-cpus", "adaptive"])
+@pytest.mark.parametrize("name", ["fast", "short-spin", "brief-spin", "free-cpus", "adaptive", "adaptive-threads"])
 def test_the_environment_picks_another_policy_and_a_wrong_or_removed_name_is_refused_naming_the_choices(name):
     environ = {POLICY_VARIABLE: "passive"}
     assert apply_policy(environ=environ).set == {"OMP_WAIT_POLICY": "PASSIVE"}
     environ = {POLICY_VARIABLE: name}
     with pytest.raises(ValueError, match=rf"^ICLFS_THREAD_POLICY='{name}' names no thread policy; use one of spin, "
-                                         rf"passive, adaptive-threads, adaptive-timed \(or unset it for '{DEFAULT_POLICY}'\)$"):
+                                         rf"passive, adaptive-timed \(or unset it for '{DEFAULT_POLICY}'\)$"):
         apply_policy(environ=environ)
     assert environ == {POLICY_VARIABLE: name}  # refused before anything is set
 
@@ -104,24 +99,22 @@ def test_a_loaded_torch_is_recorded_and_the_line_says_its_wait_stays(monkeypatch
     assert _threads.describe(apply_policy("passive", environ={})) == "thread policy passive; set OMP_WAIT_POLICY=PASSIVE"
 
 
-# --- adaptive-threads: the load read as the process starts -------------------------------------------------------
+# --- adaptive-timed: the load read as the process starts ---------------------------------------------------------
 
 
 @pytest.mark.parametrize(("busy", "decision"), [(None, "spin"), (0.0, "spin"), (0.49, "spin"), (0.5, "passive"),
                                                 (1.7, "passive"), (6.0, "passive")])
-def test_adaptive_threads_waits_passively_on_the_free_cpus_only_when_other_processes_keep_them_busy(
-        monkeypatch, busy, decision):
-    """The thread count may follow the load: a fast training's list is the same at any count
-    (tests/method/test_thread_invariance.py)."""
+def test_adaptive_timed_waits_passively_only_when_other_processes_keep_its_cpus_busy(monkeypatch, busy, decision):
+    """It sets no thread count: the training times its counts under load (counts_to_time, below); a fast
+    training's list is the same at any count (tests/method/test_thread_invariance.py)."""
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     environ: dict[str, str] = {}
-    applied = apply_policy("adaptive-threads", environ=environ, measure_busy=lambda: busy)
-    set_ = ({"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": str(_threads.free_cpus(busy, applied.cpus))}
-            if decision == "passive" else {})
+    applied = apply_policy("adaptive-timed", environ=environ, measure_busy=lambda: busy)
+    set_ = {"OMP_WAIT_POLICY": "PASSIVE"} if decision == "passive" else {}
     assert (applied.decision, applied.busy, applied.set) == (decision, busy, set_)
-    assert environ == {**set_, POLICY_VARIABLE: "adaptive-threads"}
+    assert environ == {**set_, POLICY_VARIABLE: "adaptive-timed"}
     line = _threads.describe(applied)
-    assert line.startswith(f"thread policy adaptive-threads ({decision}: ")
+    assert line.startswith(f"thread policy adaptive-timed ({decision}: ")
     assert ("the load could not be read" in line) is (busy is None)
 
 
@@ -131,26 +124,46 @@ def test_the_thread_count_under_load_is_the_cpus_left_free_and_at_least_one(busy
     assert _threads.free_cpus(busy, cpus) == threads
 
 
-def test_a_users_thread_count_is_kept_when_adaptive_threads_reads_the_machine_busy(monkeypatch):
+def test_a_users_thread_count_is_kept_when_adaptive_timed_reads_the_machine_busy(monkeypatch):
+    """Its threads wait passively, on the user's count alone: no other count is timed."""
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     environ = {"OMP_NUM_THREADS": "4"}
-    applied = apply_policy("adaptive-threads", environ=environ, measure_busy=lambda: 1.5)
+    applied = apply_policy("adaptive-timed", environ=environ, measure_busy=lambda: 1.5)
     assert applied.decision == "passive" and environ["OMP_NUM_THREADS"] == "4"
     assert applied.set == {"OMP_WAIT_POLICY": "PASSIVE"} and applied.kept == {"OMP_NUM_THREADS": "4"}
+    assert _threads.counts_to_time(4, applied) == (4,)
 
 
 @pytest.mark.parametrize("why", ["users-wait", "torch-loaded"])
-def test_adaptive_threads_does_not_read_the_load_where_its_choice_cannot_matter(monkeypatch, why):
+def test_adaptive_timed_does_not_read_the_load_where_its_choice_cannot_matter(monkeypatch, why):
     """A user's own wait variable wins, and after torch loaded libgomp has read its settings: no 0.1 s sample."""
     environ = {"OMP_WAIT_POLICY": "ACTIVE"} if why == "users-wait" else {}
     if why == "torch-loaded":
         monkeypatch.setitem(sys.modules, "torch", SimpleNamespace())
     else:
         monkeypatch.delitem(sys.modules, "torch", raising=False)
-    applied = apply_policy("adaptive-threads", environ=environ, measure_busy=lambda: pytest.fail("read the load"))
+    applied = apply_policy("adaptive-timed", environ=environ, measure_busy=lambda: pytest.fail("read the load"))
     assert (applied.decision, applied.busy, applied.set) == (None, None, {})
     if why == "torch-loaded":
         assert "torch was loaded before the policy" in _threads.describe(applied)
+
+
+def _applied(policy="adaptive-timed", decision="passive", busy=1.0, cpus=2, kept=None):
+    return _threads.AppliedPolicy(policy, {}, kept or {}, False, decision, busy, cpus)
+
+
+@pytest.mark.parametrize(("applied", "threads", "counts"), [
+    (_applied(), 2, (2, 1)),  # one of two CPUs busy: torch's two threads, and the one left free
+    (_applied(busy=3.0, cpus=8), 8, (8, 5)),
+    (_applied(busy=3.0, cpus=8), 4, (4,)),  # five free: no fewer than the four torch runs on
+    (_applied(busy=0.2), 2, (2,)),  # reads as no CPU busy: nothing to choose between
+    (_applied(decision="spin"), 2, (2,)),  # a quiet machine
+    (_applied(decision=None, busy=None, cpus=None), 2, (2,)),  # the load not read (torch loaded, the user's wait)
+    (_applied(kept={"OMP_NUM_THREADS": "2"}), 2, (2,)),  # the user chose the count
+    (_applied(policy="passive", decision=None), 2, (2,)),
+])
+def test_only_adaptive_timed_on_a_busy_machine_times_a_second_thread_count(applied, threads, counts):
+    assert _threads.counts_to_time(threads, applied) == counts
 
 
 def test_the_busy_cpus_are_their_busy_share_while_this_process_sleeps_times_their_count():
@@ -185,7 +198,7 @@ def proc_stat(busy: dict[int, int], idle: dict[int, int]) -> str:
 
 def test_under_taskset_0_1_on_sixteen_cpus_only_cpus_0_and_1_are_judged(monkeypatch, tmp_path):
     """The other 14 CPUs run flat out, 0 and 1 sit idle: the sample of CPUs 0 and 1 reads them idle, and
-    adaptive-threads keeps the spin; with CPU 1 busy instead, it waits passively."""
+    adaptive-timed keeps the spin; with CPU 1 busy instead, it waits passively."""
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     before, after = tmp_path / "before", tmp_path / "after"
     before.write_text(proc_stat({i: 1000 for i in range(2, 16)}, {0: 500, 1: 500}))
@@ -198,10 +211,10 @@ def test_under_taskset_0_1_on_sixteen_cpus_only_cpus_0_and_1_are_judged(monkeypa
 
     assert reading() == 0.0
     assert _threads._cpu_times(after, None) == (14 * 1010, 14 * 1010 + 1020)  # the whole machine: busy
-    assert apply_policy("adaptive-threads", environ={}, measure_busy=reading).decision == "spin"
+    assert apply_policy("adaptive-timed", environ={}, measure_busy=reading).decision == "spin"
     after.write_text(proc_stat({i: 1010 for i in range(2, 16)} | {1: 10}, {0: 510, 1: 500}))
     assert reading() == pytest.approx(1.0)
-    assert apply_policy("adaptive-threads", environ={}, measure_busy=reading).decision == "passive"
+    assert apply_policy("adaptive-timed", environ={}, measure_busy=reading).decision == "passive"
 
 
 def test_the_per_cpu_lines_of_proc_stat_are_summed_for_the_cpus_asked(tmp_path):
@@ -212,7 +225,7 @@ def test_the_per_cpu_lines_of_proc_stat_are_summed_for_the_cpus_asked(tmp_path):
     assert _threads._cpu_times(stat, {0, 1}) == (30, 100)
     assert _threads._cpu_times(stat, {10}) == (5, 10)  # cpu10 is not cpu1's line
     assert _threads._cpu_times(stat, {7}) is None  # a CPU the file does not list
-    assert _threads._cpu_times(tmp_path / "absent", {0}) is None  # not Linux: adaptive-threads keeps the spin
+    assert _threads._cpu_times(tmp_path / "absent", {0}) is None  # not Linux: adaptive-timed keeps the spin
 
 
 def test_the_cpu_times_of_proc_stat_leave_out_idle_and_iowait(tmp_path):
@@ -250,7 +263,7 @@ def test_the_report_is_written_where_asked_and_only_there(tmp_path):
 
 
 def policy_environment(report: dict) -> dict[str, str]:
-    """The wait variables the policy a process reported (``report``) sets: for adaptive-threads, those of its
+    """The wait variables the policy a process reported (``report``) sets: for adaptive-timed, those of its
     decision."""
     policy = POLICIES[report["policy"]]
     return dict(policy.when_busy if report.get("decision") == "passive" else policy.environment)
@@ -315,33 +328,39 @@ def test_the_policy_is_in_force_before_torch_loads_in_the_command_and_kedro_run(
 
 
 @pytest.mark.slow
-def test_adaptive_threads_in_the_command_waits_passively_on_the_free_cpus_beside_busy_processes(project, tmp_path):
-    """The real ``iclfs`` command under ``adaptive-threads``, pinned to two CPUs that two busy loops keep busy:
-    the process reads them busy as it starts, and libgomp itself then runs with no spin and one thread
-    (OMP_DISPLAY_ENV)."""
+def test_adaptive_timed_in_the_command_times_both_thread_counts_beside_busy_processes(project, tmp_path):
+    """The real ``iclfs`` command under ``adaptive-timed``, pinned to two CPUs that two busy loops keep busy: it
+    reads them busy as it starts, libgomp runs with no spin, and each network of the run trains its first epoch
+    on two threads and its second on the one left free, then on the faster (the training log's rows)."""
     cpus = sorted(os.sched_getaffinity(0))[:2]
-    pinned = ["taskset", "-c", ",".join(map(str, cpus))]
+    if len(cpus) < 2:
+        pytest.skip("needs two CPUs")
     report = tmp_path / "report"
     env = {k: v for k, v in os.environ.items() if k not in (*_threads.POLICY_VARIABLES, POLICY_VARIABLE)}
     env |= {REPORT_VARIABLE: str(report), "OMP_DISPLAY_ENV": "VERBOSE", "KEDRO_DISABLE_TELEMETRY": "1",
-            POLICY_VARIABLE: "adaptive-threads"}
+            POLICY_VARIABLE: "adaptive-timed"}
+    command = ["-m", "iclfs", "--input", "tiny.csv", "--k", "3", "--params",
+               "selection.k_values=[3],members.per_run=2,members.epochs=4"]
     busy = [subprocess.Popen(["taskset", "-c", str(cpu), PYTHON, "-c", BUSY_LOOP]) for cpu in cpus]
     try:
         time.sleep(0.5)
-        done = subprocess.run([*pinned, PYTHON, *COMMANDS["iclfs"]], cwd=project, env=env, capture_output=True,
-                              text=True, timeout=600)
+        done = subprocess.run(["taskset", "-c", ",".join(map(str, cpus)), PYTHON, *command], cwd=project, env=env,
+                              capture_output=True, text=True, timeout=600)
     finally:
         for process in busy:
             process.kill()
             process.wait()
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     written = json.loads((report / f"{_pid_of(report)}.json").read_text())
-    threads = str(_threads.free_cpus(written["busy"], len(cpus)))  # two busy loops on two CPUs: one
     assert (written["policy"], written["decision"], written["set"]) == (
-        "adaptive-threads", "passive", {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": threads})
-    assert written["busy"] >= _threads.BUSY_THRESHOLD and written["cpus"] == len(cpus)
+        "adaptive-timed", "passive", {"OMP_WAIT_POLICY": "PASSIVE"})
     assert set(re.findall(r"GOMP_SPINCOUNT = '(\d+)'", done.stderr)) == {"0"}, done.stderr[:2000]
-    assert set(re.findall(r"OMP_NUM_THREADS = '(\d+)'", done.stderr)) == {threads}, done.stderr[:2000]
+    [log] = project.glob("data/07_model_output/**/training_log.csv/*/training_log.csv")
+    frame = pd.read_csv(log)
+    assert frame["member"].nunique() == 2
+    for _, network in frame.groupby(["member", "block"]):
+        counts = network.sort_values("epoch")["threads"].tolist()
+        assert counts[:2] == [2, 1] and set(counts) <= {1, 2}, counts
 
 
 def _pid_of(report: Path) -> str:

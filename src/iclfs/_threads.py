@@ -19,13 +19,16 @@ package imports it first. Subprocesses inherit what was set.
 
 Three policies, each a named :class:`ThreadPolicy` in :data:`POLICIES`:
 ``spin`` (libgomp's own wait), ``passive`` (threads sleep at once, for a
-shared machine) and ``adaptive-threads`` (libgomp's own wait and thread
+shared machine) and ``adaptive-timed`` (libgomp's own wait and thread
 count, unless other processes keep the CPUs this one may use busy as it
-starts: then passive waiting, on as many threads as they leave CPUs free;
-it reads their lines of /proc/stat over 0.1 s, :func:`busy_cpus`). A thread
-count that follows the load cannot move a list: a ``fast`` training on CPU
-ends in the same bits at any count (docs/guides/performance.md, "Lists that
-do not depend on the thread count"). :data:`DEFAULT_POLICY`
+starts, which it reads from their lines of /proc/stat over 0.1 s,
+:func:`busy_cpus`: then passive waiting, and a training times an epoch on
+torch's thread count and one on the CPUs the busy processes leave free, and
+runs on the faster, :func:`counts_to_time` and
+:class:`iclfs.method._runtime.ThreadChoice`). A thread count that changes
+under load cannot move a list: a ``fast`` training on CPU ends in the same
+bits at any count (docs/guides/performance.md, "Lists that do not depend on
+the thread count"). :data:`DEFAULT_POLICY`
 names the one in force, chosen by the contention benchmark's rule (``python
 -m benchmarks.speed --contention``); ``ICLFS_THREAD_POLICY=<name>`` picks
 another. The study's other candidates lost it and live in
@@ -70,7 +73,7 @@ REPORT_VARIABLE = "ICLFS_THREAD_POLICY_REPORT"
 #: How OpenMP threads wait. A user who sets any of them has chosen how they wait: the policy sets none of them.
 WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
 #: The variables a policy may set; a user's value of any of them is kept (an ``OMP_NUM_THREADS`` of the user's
-#: too: ``adaptive-threads`` then waits passively under load on the user's count).
+#: too: ``adaptive-timed`` then waits passively under load on the user's count, and times no other).
 POLICY_VARIABLES = (*WAIT_VARIABLES, "OMP_NUM_THREADS")
 
 
@@ -88,9 +91,6 @@ class ThreadPolicy:
     when_busy : tuple of (variable, value), optional
         A policy that reads the load as the process starts: set instead of ``environment`` when other
         processes keep at least :data:`BUSY_THRESHOLD` of its CPUs busy.
-    follow_load : bool
-        With ``when_busy``: also set ``OMP_NUM_THREADS`` to the CPUs the busy processes leave free
-        (:func:`free_cpus`).
     time_threads : bool
         With ``when_busy``: a ``fast`` training on CPU times its epochs on torch's thread count and on the
         CPUs the busy processes leave free, and runs on the faster (:func:`counts_to_time`,
@@ -101,7 +101,6 @@ class ThreadPolicy:
     environment: tuple[tuple[str, str], ...] = ()
     about: str = ""
     when_busy: tuple[tuple[str, str], ...] | None = None
-    follow_load: bool = False
     time_threads: bool = False
 
 
@@ -111,36 +110,32 @@ POLICIES: dict[str, ThreadPolicy] = {
         ThreadPolicy("spin", (), "libgomp's default: a waiting thread spins 300,000 times before it sleeps"),
         ThreadPolicy("passive", (("OMP_WAIT_POLICY", "PASSIVE"),),
                      "OMP_WAIT_POLICY=PASSIVE: a waiting thread sleeps at once"),
-        ThreadPolicy("adaptive-threads", (),
-                     "libgomp's default wait and thread count, unless other processes keep at least half of one "
-                     "of this process's CPUs busy when it starts (sampled over 0.1 s): then OMP_WAIT_POLICY=PASSIVE "
-                     "and OMP_NUM_THREADS = the CPUs they leave free (at least 1)",
-                     when_busy=(("OMP_WAIT_POLICY", "PASSIVE"),), follow_load=True),
         ThreadPolicy("adaptive-timed", (),
                      "libgomp's default wait and thread count, unless other processes keep at least half of one "
                      "of this process's CPUs busy when it starts (sampled over 0.1 s): then OMP_WAIT_POLICY=PASSIVE, "
                      "and a training times an epoch on torch's thread count and one on the CPUs they leave free "
-                     "(at least 1), runs on the faster, and times the other again every "
-                     "20 epochs",
+                     "(at least 1), runs on the faster, and times the other again every 20 epochs",
                      when_busy=(("OMP_WAIT_POLICY", "PASSIVE"),), time_threads=True),
     )
 }
 
-#: ``adaptive-threads`` waits passively when other processes keep at least this many of the CPUs this process
+#: ``adaptive-timed`` waits passively when other processes keep at least this many of the CPUs this process
 #: may use busy as it starts. One other runnable process on them counts about 1.0, a quiet machine's daemons about
 #: 0.0-0.1 (with /proc/stat's 1/100 s ticks, 0.1 s on one CPU reads in steps of 0.1): half a CPU lies between.
 BUSY_THRESHOLD = 0.5
-#: How long ``adaptive-threads`` samples the CPUs' load as a process starts.
+#: How long ``adaptive-timed`` samples the CPUs' load as a process starts.
 BUSY_SAMPLE_SECONDS = 0.1
 
 #: The policy in force: the winner of the latest round of ``python -m benchmarks.speed --contention``'s rule
 #: (benchmarks/results/performance.md, "Threads on a shared machine", says each round and its verdict;
-#: ``--fold-round5 ... --apply-verdict`` wrote round five's winner on this line). Rounds one to three kept
+#: ``--fold-round6 ... --apply-verdict`` wrote round six's winner on this line). Rounds one to three kept
 #: libgomp's own (``spin``); round four made ``adaptive`` (passive waiting under load, the thread count
 #: unchanged) the default once 40 processes a cell resolved its quiet test. Round five, once a run's list no
 #: longer depended on the thread count, let the count follow the load: ``adaptive-threads`` (``adaptive``'s
-#: settings on a quiet machine) had the lower worst ratio beside busy processes.
-DEFAULT_POLICY = "adaptive-threads"
+#: settings on a quiet machine, under load the free CPUs' count) had the lower worst ratio beside busy
+#: processes. Round six let the training time both counts under load: ``adaptive-timed`` had the lower worst
+#: ratio again (1.33 against 1.54).
+DEFAULT_POLICY = "adaptive-timed"
 
 
 @dataclass(frozen=True)
@@ -158,7 +153,7 @@ class AppliedPolicy:
         Whether torch was loaded already: then libgomp had read its settings, and those set here reach only
         the processes this one starts.
     decision : str or None
-        A policy that reads the load (``adaptive-threads``): ``"passive"`` (busy) or ``"spin"`` (quiet, or the
+        A policy that reads the load (``adaptive-timed``): ``"passive"`` (busy) or ``"spin"`` (quiet, or the
         load unreadable). None when the load was not read: another policy, the user's own wait, or torch loaded.
     busy : float or None
         The CPUs other processes kept busy as it was read, of ``cpus``; None when not read or unreadable.
@@ -282,13 +277,13 @@ def apply_policy(name: str | None = None, environ: MutableMapping[str, str] = os
 
     Sets its wait variables unless the environment has one of :data:`WAIT_VARIABLES` (the user's choice of
     how threads wait: libgomp would mix them), and none that the environment has already; an empty value
-    counts as unset (OpenMP rejects it). A policy that reads the load (``adaptive-threads``) reads it with
+    counts as unset (OpenMP rejects it). A policy that reads the load (``adaptive-timed``) reads it with
     ``measure_busy`` only when its choice can still matter here: no wait variable of the user's, torch not
-    yet loaded; busy, it sets the policy's ``when_busy`` variables and, for one that follows the load, the
-    thread count of the free CPUs (:func:`free_cpus`). Records the policy's name in ``$ICLFS_THREAD_POLICY``
-    for the processes this one starts (each of them reads the load for itself, unless this one set a wait
-    variable: they inherit it as set), and whether torch was loaded already (then libgomp had read its
-    settings).
+    yet loaded; busy, it sets the policy's ``when_busy`` variables (the training then times its thread
+    counts, :func:`counts_to_time`). Records the policy's name in ``$ICLFS_THREAD_POLICY`` for the processes
+    this one starts (each of them reads the load for itself, unless this one set a wait variable: they
+    inherit it as set, and time no thread count), and whether torch was loaded already (then libgomp had
+    read its settings).
     """
     name = name or environ.get(POLICY_VARIABLE) or DEFAULT_POLICY
     policy = policy_named(name)
@@ -302,8 +297,6 @@ def apply_policy(name: str | None = None, environ: MutableMapping[str, str] = os
         decision = "passive" if busy is not None and busy >= BUSY_THRESHOLD else "spin"
         if decision == "passive":
             wanted = dict(policy.when_busy)
-            if policy.follow_load:
-                wanted["OMP_NUM_THREADS"] = str(free_cpus(busy, cpus))
     if users_wait:
         wanted = {var: value for var, value in wanted.items() if var not in WAIT_VARIABLES}
     done = {var: value for var, value in wanted.items() if var not in kept}
@@ -328,7 +321,7 @@ def describe(applied: AppliedPolicy) -> str:
 
 
 def summary(applied: AppliedPolicy) -> str:
-    """The policy in force, what ``adaptive-threads`` read, and what it set and kept (an MLflow run's tag)."""
+    """The policy in force, what ``adaptive-timed`` read, and what it set and kept (an MLflow run's tag)."""
     line = applied.policy
     if applied.decision is not None:
         line += (f" ({applied.decision}: other processes kept {applied.busy:.1f} of {applied.cpus} CPUs busy as it "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -791,6 +792,65 @@ def test_fold_round5_lets_the_thread_count_follow_the_load_with_round_fours_quie
     eligible = "no" if busy_quiet else "yes"
     assert f"| `adaptive-threads` | {eligible} | {2 * busy_quiet} of 10 | {ratio_threads:.2f} |" in text  # 2 tables
     assert f"**Winner: `{winner}`**" in text
+
+
+def _timed_round(quiet_timed: float, loaded_timed: float, busy_quiet: int = 0) -> dict:
+    """Round six: adaptive-threads and adaptive-timed on tables a and b, quiet in 5 processes (adaptive-timed's
+    ``quiet_timed`` x adaptive-threads') and beside 1, 2, 4 busy ones in 3 (adaptive-threads at 1.6x the share
+    of its own quiet epoch, adaptive-timed's epochs ``loaded_timed`` x adaptive-threads'); ``busy_quiet`` of
+    adaptive-timed's quiet processes a table read the machine as busy."""
+    rows = []
+    for t, base in (("a", 1.0), ("b", 2.0)):
+        for policy in ("adaptive-threads", "adaptive-timed"):
+            timed = policy == "adaptive-timed"
+            for load in (0, 1, 2, 4):
+                for k in range(5 if load == 0 else 3):
+                    decision = "passive" if load or (timed and k < busy_quiet) else "spin"
+                    seconds = (base * (quiet_timed if timed else 1.0) if load == 0 else
+                               base * (1 + load / 2) * 1.6 * (loaded_timed if timed else 1.0))
+                    rows.append({"table": t, "policy": policy, "load": load, "repeat": k, "d": 4, "n": 3,
+                                 "threads": 2 if load == 0 or timed else 1, "load_average": 0.0,
+                                 "median_seconds": seconds, "epoch_seconds": [seconds] * 5, "decision": decision})
+    return {"rows": rows, "cores": 2, "tables": ["a", "b"], "policies": ["adaptive-threads", "adaptive-timed"],
+            "loads": [0, 1, 2, 4], "epochs": 5, "repeats": [5, 3],
+            "environment": {"date": "d", "load_before": 0.1, "commands": ["python -m benchmarks.speed --repeats 5 3"]}}
+
+
+@pytest.mark.parametrize(("quiet_timed", "loaded_timed", "busy_quiet", "winner", "worst"),
+                         [(1.2, 1.0, 0, "adaptive-threads", 1.6 / 1.1),  # the same under load: a tie
+                          (1.0, 0.8, 0, "adaptive-timed", 1.28),  # faster under load
+                          (1.2, 1.0, 1, "adaptive-threads", 1.6)])  # a quiet process read busy: each its own, and out
+def test_fold_round6_takes_both_policies_ratios_against_the_quiet_epoch_they_share(
+        tmp_path, folding, capsys, monkeypatch, quiet_timed, loaded_timed, busy_quiet, winner, worst):
+    """The two policies run the same settings on a quiet machine, so a table's quiet epoch is the median of both
+    policies' quiet processes: adaptive-timed's quiet processes reading 20 % slower by chance do not lower its
+    ratios; equal epochs under load tie, and the tie goes to the policy in force (adaptive-threads, as the round
+    was judged)."""
+    from iclfs import _threads
+
+    monkeypatch.setattr(_threads, "DEFAULT_POLICY", "adaptive-threads")
+    applied, output = folding
+    round3, round4, round6 = (tmp_path / f"round{k}.json" for k in (3, 4, 6))
+    round3.write_text(json.dumps(_repeated(_round_two_section(), {"spin": [1.0] * 3, "passive": [1.0] * 3,
+                                                                   "adaptive": [1.12] * 3})))
+    round4.write_text(json.dumps(_quiet_round(1.02)))
+    round6.write_text(json.dumps(_timed_round(quiet_timed, loaded_timed, busy_quiet)))
+    common = ["--output", str(output), "--notes", ""]
+    speed.main(["--fold-round3", str(round3), *common])
+    with pytest.raises(SystemExit):  # judged with round four's quiet test: the report must hold it
+        speed.main(["--fold-round6", str(round6), *common])
+    assert "--fold-round6 is judged with round four's quiet test" in capsys.readouterr().err
+    speed.main(["--fold-round4", str(round4), *common])
+    speed.main(["--fold-round6", str(round6), "--apply-verdict", *common])
+    assert applied == [winner] and f"round six's winner: '{winner}'" in capsys.readouterr().out
+    text = output.read_text()
+    assert "### Sixth round: a training that times its thread count" in text
+    assert f"**Winner: `{winner}`** (worst ratio {worst:.2f})" in text
+    shared = not busy_quiet
+    assert ("The quiet epoch both policies share: a " in text) is shared
+    # shared: the median of ten quiet processes, five of each policy (a: 1.0 and 1.2 -> 1.1 when 20 % apart)
+    if shared:
+        assert f"a {statistics.median([1.0] * 5 + [quiet_timed] * 5):.3g} s" in text
 
 
 def _contention_section_worst(section: dict) -> dict:

@@ -166,6 +166,21 @@ def test_the_first_estimate_leaves_out_the_warm_up_of_the_first_epoch(caplog, mo
     assert messages(caplog)[-1][1].endswith(", 27 s so far, about 0 s left")
 
 
+def test_with_a_thread_count_to_choose_the_first_estimate_waits_for_the_count_kept(caplog, monkeypatch):
+    """Under load adaptive-timed times its second epoch on another thread count (here twice as slow): the first
+    estimate then comes from the third epoch, on the count the training keeps."""
+    seconds = [2.0, 0.5] + [0.25] * 98
+    monkeypatch.setattr(_progress, "time", SimpleNamespace(perf_counter=Epochs(seconds)))
+    progress = Progress(100, "net")
+    progress.estimate_at = 3
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        train(progress, 100)
+    first = messages(caplog)[0][1]
+    assert first == ("net: the 100 epochs will take about 27 s (at its third epoch's 0.25 s an epoch; the epochs "
+                     "before it timed other thread counts; the first, with the warm-up, took 2 s)")
+    assert progress.first_estimate == pytest.approx(sum(seconds))  # 2.75 + 97 x 0.25 s
+
+
 def test_the_time_left_follows_the_pace_of_the_last_epochs(caplog, monkeypatch):
     seconds = [2.0] + [0.5] * 9 + [1.0] * 10  # the pace doubles at epoch 11: said as the time left, not a warning
     monkeypatch.setattr(_progress, "time", SimpleNamespace(perf_counter=Epochs(seconds)))

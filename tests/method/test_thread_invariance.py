@@ -132,6 +132,30 @@ def test_a_run_gives_the_same_ranking_and_scores_at_every_thread_count():
         assert np.array_equal(np.asarray(runs[0].ranking.scores), np.asarray(other.ranking.scores))
 
 
+def test_a_training_that_chooses_its_thread_count_epoch_by_epoch_ends_in_the_same_bits(monkeypatch):
+    """Under load adaptive-timed runs a training's epochs on two thread counts (iclfs.method._runtime.ThreadChoice):
+    the network, its history and its scores are those of a training on one thread, bit for bit, and each history
+    row says which count its epoch ran on."""
+    from iclfs.method._training import train
+
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(120, 30)).astype(np.float32)
+    training = TrainingConfig(epochs=4)
+    monkeypatch.setattr(_threads, "APPLIED", _threads.AppliedPolicy("adaptive-timed", {}, {}, False, "passive",
+                                                                     1.0, 2))
+    with torch_threads(2):
+        chosen = train(A, training, runtime=RuntimeConfig(device="cpu", progress=False), seed=7)
+        assert torch.get_num_threads() == 2  # restored
+    single = train(A, training, runtime=RuntimeConfig(device="cpu", progress=False, num_threads=1), seed=7)
+    counts = [row["threads"] for row in chosen.history]
+    assert counts[:2] == [2, 1] and set(counts) == {1, 2}  # each timed once, then the faster of the two, as timed
+    assert chosen.threads == max(counts, key=counts.count)
+    assert [row["threads"] for row in single.history] == [1] * 4
+    assert [row["loss"] for row in chosen.history] == [row["loss"] for row in single.history]
+    for (name, a), (_, b) in zip(chosen.model.state_dict().items(), single.model.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name
+
+
 def test_reproducible_gemm_is_set_unless_the_user_set_it():
     environ = {}
     assert _threads.reproducible_gemm(environ) and environ == {"MKL_CBWR": "AUTO,STRICT"}

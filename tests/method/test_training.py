@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 import numpy as np
@@ -440,3 +441,71 @@ def test_no_warm_up_on_one_thread(monkeypatch):
     trainer = Trainer(np.ones((8, 6), dtype=np.float32), TrainingConfig(epochs=1), ViewConfig(), CPU, seed=1)
     training_module.warm_up(trainer, 1)
     assert training_module._WARM == set()
+
+
+# --- the thread count a training's epochs run on ------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _torch_threads(count):
+    saved = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)
+
+
+class _Clock:
+    """Seconds that advance only when an epoch runs: each count's epochs take the time ``pace`` gives."""
+
+    def __init__(self, pace):
+        self.now, self.pace, self.count = 0.0, pace, None
+
+    def __call__(self):
+        return self.now
+
+    def run(self, choice):
+        with choice.epoch() as count:
+            self.now += self.pace(count, choice.epochs)
+        return count
+
+
+def test_a_thread_choice_times_each_count_once_then_runs_the_faster_and_times_the_other_again_every_20_epochs():
+    from iclfs.method._runtime import RETIME_EPOCHS, ThreadChoice
+
+    clock = _Clock(lambda count, epoch: {2: 3.0, 1: 2.0}[count] if epoch < 30 else {2: 1.0, 1: 2.0}[count])
+    choice = ThreadChoice((2, 1), clock)
+    with _torch_threads(2):
+        counts = [clock.run(choice) for _ in range(45)]
+        assert torch.get_num_threads() == counts[-1]
+    assert RETIME_EPOCHS == 20
+    # 2, then 1 (timed once each); 1 is faster; epoch 20 and 40 time 2 again; from epoch 30 two threads are faster,
+    # which the retime at epoch 40 finds
+    assert counts[:2] == [2, 1] and counts[2:20] == [1] * 18 and counts[20] == 2 and counts[21:40] == [1] * 19
+    assert counts[40] == 2 and counts[41:] == [2] * 4
+
+
+def test_a_choice_of_one_count_never_touches_torchs_threads(monkeypatch):
+    from iclfs.method._runtime import ThreadChoice
+
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: pytest.fail("set the thread count"))
+    choice = ThreadChoice((3, 3))
+    assert choice.counts == (3,)
+    for _ in range(25):
+        with choice.epoch() as count:
+            assert count == 3
+
+
+@pytest.mark.parametrize(("schedule", "num_threads", "counts"), [("fast", None, (2, 1)), ("paper", None, (2,)),
+                                                                  ("fast", 2, (2,))])
+def test_only_a_thread_invariant_training_without_a_count_of_the_users_may_choose(monkeypatch, schedule,
+                                                                                    num_threads, counts):
+    """The paper schedule's bits depend on the thread count; runtime.num_threads is the user's count."""
+    from iclfs import _threads
+    from iclfs.method._runtime import thread_choice
+
+    monkeypatch.setattr(_threads, "APPLIED", _threads.AppliedPolicy("adaptive-timed", {}, {}, False, "passive", 1.0,
+                                                                    2))
+    plan = plan_training(40, 12, TrainingConfig(schedule=schedule), RuntimeConfig(device="cpu"))
+    assert thread_choice(plan, num_threads, 2).counts == counts

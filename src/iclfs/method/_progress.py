@@ -30,7 +30,7 @@ RECENT = 3  # the last epochs whose median is its pace now
 BUSY = 2.0  # epochs this many times slower than the start: the machine is busy, and the log says so
 QUIET = 1.25  # back under this, a later slowdown is said again
 # for the next run: OpenMP read how its threads wait when torch loaded, so this run keeps its own (the default,
-# adaptive-threads, decided as it started, perhaps on a quiet machine)
+# adaptive-timed, decided as it started, perhaps on a quiet machine)
 BUSY_REMEDIES = ("fewer threads (runtime.num_threads: 1), threads that sleep at once while they wait "
                  "(ICLFS_THREAD_POLICY=passive, or thread_policy: passive in airflow.yml for a scheduled refresh; "
                  "docs/guides/performance.md), or another time of day")
@@ -69,6 +69,10 @@ class Progress:
     first_estimate : float or None
         The first estimate of the whole training's seconds (the forecast's, else the second epoch's), once
         said; the contention benchmark checks it against the training's real time.
+    estimate_at : int
+        The epoch whose time gives the first estimate: the second, or a later one when the epochs before it
+        timed other thread counts (:class:`iclfs.method._runtime.ThreadChoice`; :func:`~iclfs.method._training.train`
+        sets it).
     """
 
     def __init__(self, total: int, label: str, enabled: bool = True) -> None:
@@ -83,6 +87,7 @@ class Progress:
         self._forecast: float | None = None
         self._busy_from = BUSY  # the slowdown that is said next
         self.first_estimate: float | None = None
+        self.estimate_at = 2
 
     def forecast(self, epoch_seconds: float, how: str) -> None:
         """Say, before the training starts, what it will take at ``epoch_seconds`` an epoch (``how``: how that
@@ -121,7 +126,7 @@ class Progress:
         if not self.enabled:
             return
         spent = now - self.started
-        if self.done == 2 and self.total > 2:
+        if self.done == self.estimate_at and self.total > self.estimate_at:
             self._first_estimate(spent)
         if len(self.seconds) > 1 + STEADY:
             self._check_busy()
@@ -134,11 +139,13 @@ class Progress:
                         100 * self.done // self.total, shown, duration(spent), duration(left))
 
     def _first_estimate(self, spent: float) -> None:
-        """After the second epoch: the time so far and the rest at the second epoch's pace."""
-        first, second = self.seconds
-        estimate = spent + second * (self.total - 2)
-        how = (f"at its second epoch's {_epoch(second)} an epoch; the first, with the warm-up, took "
-               f"{_epoch(first)}")
+        """After epoch :attr:`estimate_at` (the second): the time so far and the rest at that epoch's pace."""
+        first, latest = self.seconds[0], self.seconds[-1]
+        estimate = spent + latest * (self.total - self.done)
+        ordinal = {2: "second", 3: "third"}.get(self.done, f"{self.done}th")
+        how = (f"at its {ordinal} epoch's {_epoch(latest)} an epoch; "
+               + ("" if self.done == 2 else "the epochs before it timed other thread counts; ")
+               + f"the first, with the warm-up, took {_epoch(first)}")
         if self._forecast is None:
             self._say(estimate, how)
         elif abs(estimate / self._forecast - 1) > 0.25:

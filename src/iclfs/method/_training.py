@@ -276,6 +276,8 @@ def train(
     with compute_settings(trainer.device, trainer.precision, runtime.num_threads) as threads:
         choice = thread_choice(trainer.plan, runtime.num_threads, threads)
         warm_up_each(trainer, choice)
+        if progress.done == 0:  # the first estimate waits for an epoch on the count the choice keeps
+            progress.estimate_at = max(progress.estimate_at, 1 + len(choice.counts))
         for _ in range(epochs):
             with choice.epoch() as count:
                 row = trainer.train_epoch()
