@@ -509,3 +509,20 @@ def test_only_a_thread_invariant_training_without_a_count_of_the_users_may_choos
                                                                     2))
     plan = plan_training(40, 12, TrainingConfig(schedule=schedule), RuntimeConfig(device="cpu"))
     assert thread_choice(plan, num_threads, 2).counts == counts
+
+
+@pytest.mark.parametrize(("epochs", "estimate_at"), [(3, 2), (4, 3), (10, 3)])
+def test_a_training_that_times_two_counts_estimates_from_the_count_kept_if_an_epoch_follows(monkeypatch, epochs,
+                                                                                            estimate_at):
+    """Its second epoch runs on the other count: the first estimate comes from the third, unless the third is
+    the last (then from the second, as without a choice): a short training still gets its estimate."""
+    from iclfs import _threads
+    from iclfs.method._progress import Progress
+
+    monkeypatch.setattr(_threads, "APPLIED", _threads.AppliedPolicy("adaptive-timed", {}, {}, False, "passive", 1.0,
+                                                                    2))
+    progress = Progress(epochs, "net")
+    A = np.random.default_rng(0).normal(size=(20, 8)).astype(np.float32)
+    with _torch_threads(2):
+        train(A, TrainingConfig(epochs=epochs), runtime=RuntimeConfig(device="cpu"), seed=0, progress=progress)
+    assert progress.estimate_at == estimate_at and progress.first_estimate is not None

@@ -276,8 +276,9 @@ def train(
     with compute_settings(trainer.device, trainer.precision, runtime.num_threads) as threads:
         choice = thread_choice(trainer.plan, runtime.num_threads, threads)
         warm_up_each(trainer, choice)
-        if progress.done == 0:  # the first estimate waits for an epoch on the count the choice keeps
-            progress.estimate_at = max(progress.estimate_at, 1 + len(choice.counts))
+        if progress.done == 0:  # the first estimate waits for an epoch on the count the choice keeps, if the
+            # training has one after it (a shorter one is estimated at its second epoch, as without a choice)
+            progress.estimate_at = max(progress.estimate_at, min(1 + len(choice.counts), progress.total - 1))
         for _ in range(epochs):
             with choice.epoch() as count:
                 row = trainer.train_epoch()
