@@ -104,6 +104,10 @@ class ThreadPolicy:
     time_threads: bool = False
 
 
+#: Under load, a training that chooses its thread count (``adaptive-timed``) times the count it does not run on
+#: again every this many epochs: the other processes come and go.
+RETIME_EPOCHS = 20
+
 POLICIES: dict[str, ThreadPolicy] = {
     policy.name: policy
     for policy in (
@@ -114,7 +118,7 @@ POLICIES: dict[str, ThreadPolicy] = {
                      "libgomp's default wait and thread count, unless other processes keep at least half of one "
                      "of this process's CPUs busy when it starts (sampled over 0.1 s): then OMP_WAIT_POLICY=PASSIVE, "
                      "and a training times an epoch on torch's thread count and one on the CPUs they leave free "
-                     "(at least 1), runs on the faster, and times the other again every 20 epochs",
+                     f"(at least 1), runs on the faster, and times the other again every {RETIME_EPOCHS} epochs",
                      when_busy=(("OMP_WAIT_POLICY", "PASSIVE"),), time_threads=True),
     )
 }

@@ -744,6 +744,24 @@ def test_fold_round4_judges_its_quiet_cells_with_round_threes_loaded_ratios(tmp_
     assert f"**Winner: `{winner}`** (worst ratio {worst3[winner]:.2f})" in text
 
 
+def _fold_after_rounds_three_and_four(tmp_path, output, capsys, number: int, section: dict) -> Path:
+    """Fold round ``number`` (five or six: judged with round four's quiet test) into ``output``: refused before
+    round four is there, then folded with ``--apply-verdict``. Returns round three's JSON (spin's worst)."""
+    round3, round4, later = (tmp_path / f"round{k}.json" for k in (3, 4, number))
+    round3.write_text(json.dumps(_repeated(_round_two_section(), {"spin": [1.0] * 3, "passive": [1.0] * 3,
+                                                                   "adaptive": [1.12] * 3})))
+    round4.write_text(json.dumps(_quiet_round(1.02)))
+    later.write_text(json.dumps(section))
+    common = ["--output", str(output), "--notes", ""]
+    speed.main(["--fold-round3", str(round3), *common])
+    with pytest.raises(SystemExit):  # judged with round four's quiet test: the report must hold it
+        speed.main([f"--fold-round{number}", str(later), *common])
+    assert f"--fold-round{number} is judged with round four's quiet test" in capsys.readouterr().err
+    speed.main(["--fold-round4", str(round4), *common])
+    speed.main([f"--fold-round{number}", str(later), "--apply-verdict", *common])
+    return round3
+
+
 def _load_round(ratio_threads: float, busy_quiet: int = 0) -> dict:
     """Round five: adaptive and adaptive-threads on tables a and b, quiet in 5 processes and beside 1, 2, 4 busy
     ones in 3; adaptive at 1.9x its share under load (spin, round three: 2.0x), adaptive-threads at
@@ -770,18 +788,7 @@ def test_fold_round5_lets_the_thread_count_follow_the_load_with_round_fours_quie
     """adaptive-threads takes adaptive's quiet verdict (round four) while it reads a quiet machine as quiet; the
     lower worst ratio under load wins, spin's from round three; one quiet process that read busy leaves it out."""
     applied, output = folding
-    round3, round4, round5 = (tmp_path / f"round{k}.json" for k in (3, 4, 5))
-    round3.write_text(json.dumps(_repeated(_round_two_section(), {"spin": [1.0] * 3, "passive": [1.0] * 3,
-                                                                   "adaptive": [1.12] * 3})))
-    round4.write_text(json.dumps(_quiet_round(1.02)))
-    round5.write_text(json.dumps(_load_round(ratio_threads, busy_quiet)))
-    common = ["--output", str(output), "--notes", ""]
-    speed.main(["--fold-round3", str(round3), *common])
-    with pytest.raises(SystemExit):  # judged with round four's quiet test: the report must hold it
-        speed.main(["--fold-round5", str(round5), *common])
-    assert "--fold-round5 is judged with round four's quiet test" in capsys.readouterr().err
-    speed.main(["--fold-round4", str(round4), *common])
-    speed.main(["--fold-round5", str(round5), "--apply-verdict", *common])
+    round3 = _fold_after_rounds_three_and_four(tmp_path, output, capsys, 5, _load_round(ratio_threads, busy_quiet))
     assert applied == [winner] and f"round five's winner: '{winner}'" in capsys.readouterr().out
     text = output.read_text()
     assert "### Fifth round: the thread count may follow the load" in text
@@ -830,18 +837,7 @@ def test_fold_round6_takes_both_policies_ratios_against_the_quiet_epoch_they_sha
 
     monkeypatch.setattr(_threads, "DEFAULT_POLICY", "adaptive-threads")
     applied, output = folding
-    round3, round4, round6 = (tmp_path / f"round{k}.json" for k in (3, 4, 6))
-    round3.write_text(json.dumps(_repeated(_round_two_section(), {"spin": [1.0] * 3, "passive": [1.0] * 3,
-                                                                   "adaptive": [1.12] * 3})))
-    round4.write_text(json.dumps(_quiet_round(1.02)))
-    round6.write_text(json.dumps(_timed_round(quiet_timed, loaded_timed, busy_quiet)))
-    common = ["--output", str(output), "--notes", ""]
-    speed.main(["--fold-round3", str(round3), *common])
-    with pytest.raises(SystemExit):  # judged with round four's quiet test: the report must hold it
-        speed.main(["--fold-round6", str(round6), *common])
-    assert "--fold-round6 is judged with round four's quiet test" in capsys.readouterr().err
-    speed.main(["--fold-round4", str(round4), *common])
-    speed.main(["--fold-round6", str(round6), "--apply-verdict", *common])
+    _fold_after_rounds_three_and_four(tmp_path, output, capsys, 6, _timed_round(quiet_timed, loaded_timed, busy_quiet))
     assert applied == [winner] and f"round six's winner: '{winner}'" in capsys.readouterr().out
     text = output.read_text()
     assert "### Sixth round: a training that times its thread count" in text

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
 
 import numpy as np
@@ -34,6 +33,7 @@ from iclfs.method._training import (
     train,
 )
 from iclfs.method._views import generate_views
+from tests.method.test_thread_invariance import torch_threads
 
 TAU = 0.05
 CPU = RuntimeConfig(device="cpu", progress=False)
@@ -446,16 +446,6 @@ def test_no_warm_up_on_one_thread(monkeypatch):
 # --- the thread count a training's epochs run on ------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _torch_threads(count):
-    saved = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(saved)
-
-
 class _Clock:
     """Seconds that advance only when an epoch runs: each count's epochs take the time ``pace`` gives."""
 
@@ -476,7 +466,7 @@ def test_a_thread_choice_times_each_count_once_then_runs_the_faster_and_times_th
 
     clock = _Clock(lambda count, epoch: {2: 3.0, 1: 2.0}[count] if epoch < 30 else {2: 1.0, 1: 2.0}[count])
     choice = ThreadChoice((2, 1), clock)
-    with _torch_threads(2):
+    with torch_threads(2):
         counts = [clock.run(choice) for _ in range(45)]
         assert torch.get_num_threads() == counts[-1]
     assert RETIME_EPOCHS == 20
@@ -523,6 +513,6 @@ def test_a_training_that_times_two_counts_estimates_from_the_count_kept_if_an_ep
                                                                     2))
     progress = Progress(epochs, "net")
     A = np.random.default_rng(0).normal(size=(20, 8)).astype(np.float32)
-    with _torch_threads(2):
+    with torch_threads(2):
         train(A, TrainingConfig(epochs=epochs), runtime=RuntimeConfig(device="cpu"), seed=0, progress=progress)
     assert progress.estimate_at == estimate_at and progress.first_estimate is not None

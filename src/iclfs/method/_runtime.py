@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from iclfs._threads import available_cpus, counts_to_time
+from iclfs._threads import RETIME_EPOCHS, available_cpus, counts_to_time
 
 from ._config import ParameterError, RuntimeConfig, TrainingConfig
 
@@ -354,11 +354,6 @@ def compute_settings(device: torch.device, precision: str, num_threads: int | No
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
-
-
-#: Under load, a training that chooses its thread count times the count it does not run on again every this many
-#: epochs: the other processes come and go.
-RETIME_EPOCHS = 20
 
 
 class ThreadChoice:
