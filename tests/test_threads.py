@@ -353,14 +353,14 @@ def test_adaptive_timed_in_the_command_times_both_thread_counts_beside_busy_proc
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     written = json.loads((report / f"{_pid_of(report)}.json").read_text())
     assert (written["policy"], written["decision"], written["set"]) == (
-        "adaptive-timed", "passive", {"OMP_WAIT_POLICY": "PASSIVE"})
+        "adaptive-timed", "passive", {"OMP_WAIT_POLICY": "PASSIVE"}), written
     assert set(re.findall(r"GOMP_SPINCOUNT = '(\d+)'", done.stderr)) == {"0"}, done.stderr[:2000]
     [log] = project.glob("data/07_model_output/**/training_log.csv/*/training_log.csv")
     frame = pd.read_csv(log)
-    assert frame["member"].nunique() == 2
+    assert frame["member"].nunique() == 2, frame
     for _, network in frame.groupby(["member", "block"]):
         counts = network.sort_values("epoch")["threads"].tolist()
-        assert counts[:2] == [2, 1] and set(counts) <= {1, 2}, counts
+        assert counts[:2] == [2, 1] and set(counts) <= {1, 2}, (counts, written)
 
 
 def _pid_of(report: Path) -> str:
