@@ -299,6 +299,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -378,7 +379,7 @@ def cell(source: str, epochs: int, limit: float = float("inf")) -> dict:
             with choice.epoch() as count:
                 seconds.append(trainer.train_epoch()["seconds"])
             counts.append(count)
-            spent = sum(seconds)
+            spent += seconds[-1]
     seconds, counts = seconds[1:], counts[1:]  # the first is the cell's warm-up epoch
     applied = _threads.APPLIED
     return {"policy": applied.policy, "set": applied.set, "threads": Counter(counts).most_common(1)[0][0],
@@ -482,6 +483,17 @@ def merge_repeats(rows: list[dict]) -> list[dict]:
     return merged
 
 
+def _ratios(rows: list[dict], cores: int, quiet: dict[str, dict]) -> dict[str, dict]:
+    """{policy: {(table, N): ratio}}: each loaded cell of ``rows`` (a failed one left out) against the CPU-share
+    bound, ``quiet[policy][table]`` x (1 + N / ``cores``); a cell without that quiet epoch has no ratio."""
+    ratios: dict[str, dict] = {}
+    for r in rows:
+        if r["load"] and "error" not in r and r["table"] in quiet.get(r["policy"], {}):
+            bound = quiet[r["policy"]][r["table"]] * (1 + r["load"] / cores)
+            ratios.setdefault(r["policy"], {})[(r["table"], r["load"])] = r["median_seconds"] / bound
+    return ratios
+
+
 def decide(rows: list[dict], cores: int, policies=_policies.CANDIDATES, tables=None, loads=None,
            order=None) -> dict:
     """The rule of the module docstring over the measured ``rows`` (one per table, policy and load), read as
@@ -516,11 +528,7 @@ def decide(rows: list[dict], cores: int, policies=_policies.CANDIDATES, tables=N
     for r in good:
         if r["load"] == 0:
             quiet.setdefault(r["policy"], {})[r["table"]] = r["median_seconds"]
-    ratios: dict[str, dict] = {}
-    for r in good:
-        if r["load"] and r["table"] in quiet.get(r["policy"], {}):
-            bound = quiet[r["policy"]][r["table"]] * (1 + r["load"] / cores)
-            ratios.setdefault(r["policy"], {})[(r["table"], r["load"])] = r["median_seconds"] / bound
+    ratios = _ratios(good, cores, quiet)
     today = quiet.get(TODAY, {})
 
     def within(policy: str) -> bool | None:
@@ -783,11 +791,8 @@ def load_round_verdict(section: dict, quiet: dict, loaded: dict, policies=_polic
     here = section_verdict(section)
     shared = shared_quiet(section) if share_quiet else None
     if shared is not None:
-        here["ratios"] = {}
-        for r in merge_repeats(section["rows"]):
-            if r["load"] and "error" not in r:
-                bound = shared[r["table"]] * (1 + r["load"] / section["cores"])
-                here["ratios"].setdefault(r["policy"], {})[(r["table"], r["load"])] = r["median_seconds"] / bound
+        here["ratios"] = _ratios(merge_repeats(section["rows"]), section["cores"],
+                                 dict.fromkeys(section["policies"], shared))
         here["worst"] = {p: max(ratios.values()) for p, ratios in here["ratios"].items()}
     before = quiet_round_verdict(quiet, loaded, policies)
     quiet_busy: dict[str, tuple[int, int]] = {}
@@ -816,21 +821,45 @@ def load_round_verdict(section: dict, quiet: dict, loaded: dict, policies=_polic
             "eligible": eligible, "complete": complete, "winner": winner, "missing": missing, "shared": shared}
 
 
-#: What the report says of each round :func:`render_load_round` renders: the heading of its rule in this
-#: module's docstring, the sentence on its quiet test, and the rule's name in its verdict.
+@dataclass(frozen=True)
+class LoadRound:
+    """A round judged by :func:`load_round_verdict`: how it reads its cells and what its report says.
+
+    Attributes
+    ----------
+    heading : str
+        The heading of its rule in this module's docstring.
+    stand_in : str
+        The sentence on its quiet test.
+    rule : str
+        The rule's name in its verdict.
+    share_quiet : bool
+        Its ratios against the quiet epoch its policies share (:func:`shared_quiet`), not each policy's own.
+    """
+
+    heading: str
+    stand_in: str
+    rule: str
+    share_quiet: bool = False
+
+
+#: The rounds :func:`load_round_verdict` judges, by their key in the speed report.
 LOAD_ROUNDS = {
-    "five": ("Fifth round", "(`adaptive-threads` runs `adaptive`'s settings whenever it reads the machine as quiet)",
-             "round five: the thread count may follow the load"),
-    "six": ("Sixth round", "(`adaptive-threads` and `adaptive-timed` run `adaptive`'s settings whenever they read "
-            "the machine as quiet)", "round six, unchanged"),
+    "contention_round5": LoadRound(
+        "Fifth round", "(`adaptive-threads` runs `adaptive`'s settings whenever it reads the machine as quiet)",
+        "round five: the thread count may follow the load"),
+    "contention_round6": LoadRound(
+        "Sixth round", "(`adaptive-threads` and `adaptive-timed` run `adaptive`'s settings whenever they read the "
+        "machine as quiet)", "round six, unchanged", share_quiet=True),
 }
 
 
-def render_load_round(section: dict, quiet: dict, loaded: dict, title: str, round_name: str = "five") -> list[str]:
-    """The Markdown lines of round five or six (``round_name``) under ``title``, judged by
-    :func:`load_round_verdict` (round six against the quiet epoch its policies share)."""
-    heading, stand_in, rule = LOAD_ROUNDS[round_name]
-    verdict = load_round_verdict(section, quiet, loaded, share_quiet=round_name == "six")
+def render_load_round(section: dict, quiet: dict, loaded: dict, title: str,
+                      key: str = "contention_round5") -> list[str]:
+    """The Markdown lines of the round the speed report holds at ``key`` (:data:`LOAD_ROUNDS`) under ``title``,
+    judged by :func:`load_round_verdict`."""
+    judged = LOAD_ROUNDS[key]
+    verdict = load_round_verdict(section, quiet, loaded, share_quiet=judged.share_quiet)
     rows, env, cores = merge_repeats(section["rows"]), section["environment"], section["cores"]
     shared = verdict["shared"]
     lines = ["", title, "",
@@ -839,8 +868,8 @@ def render_load_round(section: dict, quiet: dict, loaded: dict, title: str, roun
              f"a cell has taken {section.get('cell_limit', float('inf')):g} s), each quiet cell in "
              f"{section['repeats'][0]} fresh processes and each loaded cell in {section['repeats'][1]}, taken in "
              "turn with the other policy's, its epoch the median of its processes' medians (the rule: "
-             f"`benchmarks/_contention.py`, \"{heading}\"); a fast training on CPU here ends in the same bits at "
-             "any thread count:", "", "```bash", *env["commands"], "```", "",
+             f"`benchmarks/_contention.py`, \"{judged.heading}\"); a fast training on CPU here ends in the same bits "
+             "at any thread count:", "", "```bash", *env["commands"], "```", "",
              "The epoch's median, quiet and beside N busy processes (pure-Python loops); in brackets its ratio "
              "to the CPU-share bound, "
              + ("the table's quiet epoch that both policies share (the median of their quiet processes) x "
@@ -852,7 +881,7 @@ def render_load_round(section: dict, quiet: dict, loaded: dict, title: str, roun
     if shared is not None:
         lines += ["", "The quiet epoch both policies share: " + ", ".join(
             f"{table} {seconds:.3g} s" for table, seconds in shared.items()) + "."]
-    lines += ["", f"Each policy against the rule: the quiet test from round four {stand_in}, `spin`'s worst "
+    lines += ["", f"Each policy against the rule: the quiet test from round four {judged.stand_in}, `spin`'s worst "
                   "ratio under load from round three.", "",
               "| policy | within 5 % of `spin` quiet | quiet processes here that read the machine as busy | "
               "worst ratio under load |", "|---|---|---|---|"]
@@ -864,7 +893,7 @@ def render_load_round(section: dict, quiet: dict, loaded: dict, title: str, roun
                      + ("—" if worst is None else f"{worst:.2f}" + (" (round three)" if policy == TODAY else ""))
                      + " |")
     winner = verdict["winner"]
-    lines += ["", f"**The rule** ({rule}): among the policies within 5 % "
+    lines += ["", f"**The rule** ({judged.rule}): among the policies within 5 % "
                   "of `spin`'s quiet epoch on every table, the lowest worst ratio over every table and N. "
               + (f"**Winner: `{winner}`** (worst ratio {verdict['worst'][winner]:.2f})." if winner else
                  "**No verdict yet**: " + "; ".join(f"`{p}` needs {', '.join(c)}"

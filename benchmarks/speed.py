@@ -572,12 +572,10 @@ def render(report: dict, notes: str = "") -> str:
     if report.get("contention_round4"):  # its loaded ratios are round three's
         lines += _contention.render_quiet_round(report["contention_round4"], report["contention_round3"],
                                                 ROUND4_TITLE)
-    if report.get("contention_round5"):  # its quiet test is round four's, spin's loaded cells round three's
-        lines += _contention.render_load_round(report["contention_round5"], report["contention_round4"],
-                                               report["contention_round3"], ROUND5_TITLE)
-    if report.get("contention_round6"):  # as round five, against the quiet epoch its two policies share
-        lines += _contention.render_load_round(report["contention_round6"], report["contention_round4"],
-                                               report["contention_round3"], ROUND6_TITLE, "six")
+    for key, title in (("contention_round5", ROUND5_TITLE), ("contention_round6", ROUND6_TITLE)):
+        if report.get(key):  # its quiet test is round four's, spin's loaded cells round three's
+            lines += _contention.render_load_round(report[key], report["contention_round4"],
+                                                   report["contention_round3"], title, key)
     if report.get("gpu_row"):
         lines += render_gpu_row(report["gpu_row"])
     if notes.strip():
@@ -804,10 +802,10 @@ def main(argv: list[str] | None = None) -> None:
         if report.get("contention_round4") and not report.get("contention_round3"):
             parser.error(f"--fold-round4 is judged with round three's loaded cells, which {report_path} lacks: "
                          "fold round three first (--fold-round3)")
-        for later in ("contention_round5", "contention_round6"):
-            if report.get(later) and not report.get("contention_round4"):
-                parser.error(f"--fold-round{later[-1]} is judged with round four's quiet test, which {report_path} "
-                             "lacks: fold round four first (--fold-round4)")
+        for option, (later, _) in FOLDED.items():
+            if later in _contention.LOAD_ROUNDS and report.get(later) and not report.get("contention_round4"):
+                parser.error(f"--{option.replace('_', '-')} is judged with round four's quiet test, which "
+                             f"{report_path} lacks: fold round four first (--fold-round4)")
         if args.apply_verdict:
             # the newest round folded in decides
             newest = next((option for option in ROUNDS if getattr(args, option)), None)
@@ -817,8 +815,8 @@ def main(argv: list[str] | None = None) -> None:
                              + ", ".join("--" + option.replace("_", "-") for option in ROUNDS))
             verdict = (_contention.load_round_verdict(report[key], report["contention_round4"],
                                                       report["contention_round3"],
-                                                      share_quiet=key == "contention_round6")
-                       if key in ("contention_round5", "contention_round6") else
+                                                      share_quiet=_contention.LOAD_ROUNDS[key].share_quiet)
+                       if key in _contention.LOAD_ROUNDS else
                        _contention.quiet_round_verdict(report[key], report["contention_round3"])
                        if key == "contention_round4" else _contention.section_verdict(report[key]))
             if verdict["winner"] is None:
