@@ -105,6 +105,53 @@ as *not run*: it is shown as such and fails T2's and T3's count for that set.
 
 Cells (sets, deployments, refreshes) that did not finish inside the device
 run are reported as not run; nothing is extrapolated.
+
+**The second round: does the Laplacian fusion earn its place in today's
+default?** (``python -m benchmarks.agreement fusion``; its rule fixed in this
+docstring and committed before its page was generated.)
+
+*Why.* The first round put the fusion on and off only for members on
+half-samples. Today's default, one full run per refresh carried across
+refreshes, was measured with the fusion on alone: its last list reached one
+run's mean accuracy on 3 of the 6 reported sets, and T3 asks for 5. Issue 60
+asks the fusion to earn its place again, because it cost accuracy.
+
+*What was seen before this rule.* The refresh study's page
+(``results/refresh.md``) already gives both candidates at each set's last
+refresh (20 on lung_small, ORL and warpPIE10P; 10 on the others). There,
+with the fusion off, the last list reached one run's mean on all six sets,
+and with it on on four. The median list agreement was 0.38 off and 0.42 on.
+The steadiness off was 0.86 on Prostate_GE, below the 0.9 that the lists
+promise to hold. No number of either candidate at refresh 8, the study's
+refresh count, was read for this rule.
+
+*Candidates.* Today's default with ``members.laplacian_weight`` 0.5 (on,
+today's) and 0 (off). Everything else is today's default: the hold, the
+admit, the carried Laplacian score in the LGRC gate. Both are read from the
+refresh study's cells (``results/cells/refresh``: the same stored runs,
+carried by the same functions). Nothing is trained again.
+
+*Measures.* The first round's, at refresh 8 of the six reported sets: list
+agreement, steadiness (refreshes 5-8), the last list's accuracy against one
+run's mean (refreshes 1-8, both deployments). The stable sets rest on the
+members' own first 50 and do not depend on the fusion, so they are not a
+measure here. The drift case is read over its whole run, as the refresh
+study reads it (``benchmarks.refresh.drift_passes``, half-life infinite).
+
+*Guards.* What the default already promises: steadiness >= 0.9 on every
+reported set (the lists hold still), and the drift check passes. A
+candidate that fails a guard cannot become the default.
+
+*The decision.* Among the candidates that pass both guards:
+
+1. One that meets T3 (at or above one run's mean on >= 5 of the 6) beats
+   one that does not.
+2. Otherwise (both meet T3, or neither does), the one with the higher
+   median list agreement over the six wins.
+3. On a tie, the fusion is off: it must earn its place.
+
+The winner's weight becomes ``members.laplacian_weight``. If neither
+candidate passes the guards, the weight stays 0.5.
 """
 
 from __future__ import annotations
