@@ -211,6 +211,12 @@ N_RUNS = 20  # k-means runs per k (method.md §8)
 ONE_RUN = "iclfs-one-run-per-refresh"  # the refresh study's cell folders
 TODAY = "carried-mean-rank-half-life-inf-cap-64-hold-3-carried-laplacian-admit-2-laplacian-weight-0.5-reciprocal-rank"
 CPU_MEMBERS_PER_RUN = 2.0  # rule 4: M members at most twice one run per refresh on one CPU thread
+#: The second round's candidates: today's default with the fusion on (today's weight) and off, by the refresh
+#: study's cell folder of each (benchmarks.refresh.carried_candidates, through iclfs.evaluation's slug).
+FUSION_CELLS = {0.5: TODAY, 0.0: "carried-mean-rank-half-life-inf-cap-64-hold-3-carried-laplacian-admit-2"}
+FUSION_PAGE = HERE / "results" / "agreement_fusion.md"
+STEADY_GUARD = 0.9  # the second round's guard: the lists hold still (the refresh study's target)
+DRIFT = "drift"  # the refresh study's drift case, read whole by its own check
 
 
 def k_grid(n_features: int) -> list[int]:
@@ -642,16 +648,18 @@ class Today:
     one_run_cpu_seconds: float
 
 
-def today(dataset: str, refreshes: int, cells: Path | None = None, store: Path | None = None) -> Today | None:
+def today(dataset: str, refreshes: int, cells: Path | None = None, store: Path | None = None,
+          method: str = TODAY) -> Today | None:
     """Read at refresh ``refreshes`` from the refresh study's cells and stored runs (default: :data:`CELLS`,
-    :data:`REFRESH_STORE`); None where it has none."""
+    :data:`REFRESH_STORE`); None where it has none. ``method``: the cell folder of the carried default read (today's,
+    fusion on; the second round reads it with the fusion off too)."""
     import pandas as pd
 
     cells = CELLS if cells is None else cells
     store = REFRESH_STORE if store is None else store
 
     try:
-        carried = pd.concat([pd.read_csv(cells / dataset / TODAY / f"seed_{d}.csv") for d in DEPLOYMENTS])
+        carried = pd.concat([pd.read_csv(cells / dataset / method / f"seed_{d}.csv") for d in DEPLOYMENTS])
         one = pd.concat([pd.read_csv(cells / dataset / ONE_RUN / f"seed_{d}.csv") for d in DEPLOYMENTS])
         runs = {d: np.load(store / dataset / f"members_seed_{d}.npz") for d in DEPLOYMENTS}
     except FileNotFoundError:
@@ -992,6 +1000,138 @@ def decision_lines(verdict: Verdict) -> list[str]:
     return out
 
 
+# -- the second round: the fusion in today's default -----------------------------------------------------------
+
+
+def drift_check(method: str, cells: Path | None = None) -> tuple[bool, int | None] | None:
+    """The refresh study's drift check (``benchmarks.refresh.drift_passes``, half-life infinite) on the cells of
+    ``method``; None where it has none."""
+    import pandas as pd
+
+    from benchmarks.refresh import drift_passes  # the refresh study's own check (it imports more than the core)
+
+    cells = CELLS if cells is None else cells
+    try:
+        table = pd.concat([pd.read_csv(cells / DRIFT / method / f"seed_{d}.csv") for d in DEPLOYMENTS])
+    except FileNotFoundError:
+        return None
+    return drift_passes(table, math.inf)
+
+
+def fusion_rows(refreshes: int = REFRESHES, cells: Path | None = None, store: Path | None = None) -> list[dict]:
+    """Each candidate of the second round (:data:`FUSION_CELLS`): its sets read at refresh ``refreshes``, its
+    guards and targets (module docstring, the second round)."""
+    rows = []
+    for weight, method in FUSION_CELLS.items():
+        sets = {d: today(d, refreshes, cells, store, method) for d in REPORTED}
+        read = [t for t in sets.values() if t is not None]
+        drift = drift_check(method, cells)
+        accurate = sum(1 for t in read if t.accuracy >= t.one_run_mean)
+        steady = [t.steadiness for t in read]
+        rows.append({"weight": weight, "sets": sets, "drift": drift, "accurate": accurate, "t3": accurate >= 5,
+                     "list_median": float(np.median([t.list_agreement if t is not None else -math.inf
+                                                     for t in sets.values()])),
+                     "steady_min": min(steady) if steady else math.nan,
+                     "complete": len(read) == len(REPORTED),
+                     "guards": (len(read) == len(REPORTED) and all(v >= STEADY_GUARD for v in steady)
+                                and drift is not None and drift[0])})
+    return rows
+
+
+def fusion_winner(rows: Sequence[dict]) -> dict | None:
+    """The rule: among the candidates that pass the guards, T3 first, then the median list agreement; a tie goes to
+    the fusion off. None when no candidate passes the guards (the weight then stays today's)."""
+    passing = [r for r in rows if r["guards"]]
+    if not passing:
+        return None
+    return max(passing, key=lambda r: (r["t3"], r["list_median"], r["weight"] == 0))
+
+
+def render_fusion(rows: Sequence[dict], command: str, refreshes: int = REFRESHES) -> str:
+    """The second round's page."""
+    today_weight = FUSIONS[0]  # the weight the rule was fixed against
+    lines = ["# The agreement study's second round: the Laplacian fusion in today's default", "",
+             f"Generated by `{command}` from the refresh study's cells and stored runs (`results/cells/refresh`, "
+             "`results/refresh`); nothing was trained for it. The rule is the second round's in the docstring of "
+             "`benchmarks/agreement.py`, committed before this page was generated. Do not edit by hand.", "",
+             "Today's default is one full run per refresh, carried across refreshes. The two candidates differ "
+             "only in `members.laplacian_weight`: the Laplacian-score rank fused into the order of the members "
+             "kept (on) or not (off); both keep the carried Laplacian score in the LGRC gate, the hold and the "
+             f"admit. Read at refresh {refreshes}, as the first round read today's default.", "",
+             "## Every reported set", "",
+             f"List agreement: Jaccard@50 of the two deployments' lists at refresh {refreshes}. Steadiness: "
+             f"Jaccard@50 with the previous list, refreshes {STEADY_FROM}-{refreshes}, mean over the deployments. "
+             f"Accuracy: the last list's k-means accuracy (best k, mean of 20 runs; mean of the deployments), one "
+             f"run's mean over refreshes 1-{refreshes} beside it.", "",
+             "| set | fusion | list agreement | steadiness | accuracy (one run's mean) | at or above one run's mean |",
+             "|---|---|---|---|---|---|"]
+    for d in REPORTED:
+        for row in rows:
+            t = row["sets"][d]
+            if t is None:
+                lines.append(f"| {d} | {fusion_name(row['weight'])} | no cells | | | |")
+                continue
+            lines.append(f"| {d} | {fusion_name(row['weight'])} | {t.list_agreement:.2f} | {t.steadiness:.2f} | "
+                         f"{100 * t.accuracy:.1f} ({100 * t.one_run_mean:.1f}) | "
+                         f"{'yes' if t.accuracy >= t.one_run_mean else 'no'} |")
+    lines += ["", "## The guards and targets", "",
+              f"Guards: steadiness >= {STEADY_GUARD:g} on every reported set (the lists hold still) and the drift "
+              "check (half the new informative features in the first 50 after the change, in every deployment; "
+              "read over the drift case's whole run). T3: the last list at or above one run's mean on >= 5 of "
+              f"{len(REPORTED)}. T2's measure: the median list agreement over the {len(REPORTED)}.", "",
+              "| fusion | lowest steadiness | drift check | guards | T3: sets at or above | median list agreement |",
+              "|---|---|---|---|---|---|"]
+    for row in rows:
+        drift = ("no cells" if row["drift"] is None else
+                 f"{'pass' if row['drift'][0] else 'fail'} ({row['drift'][1] + 1} refreshes after the change)"
+                 if row["drift"][1] is not None else "fail (never)")
+        lines.append(f"| {fusion_name(row['weight'])} | {number(row['steady_min'])} | {drift} | "
+                     f"{'pass' if row['guards'] else 'fail'} | {row['accurate']} of {len(REPORTED)} "
+                     f"{'met' if row['t3'] else 'not met'} | {number(row['list_median'])} |")
+    lines += ["", "## By the rule", ""]
+    incomplete = [fusion_name(r["weight"]) for r in rows if not r["complete"]]
+    if incomplete:
+        lines.append(f"- Not every reported set has cells for: {', '.join(incomplete)}; such a candidate fails the "
+                     "guards.")
+    for row in rows:
+        if not row["guards"] and row["complete"]:
+            low = [d for d, t in row["sets"].items() if t is not None and t.steadiness < STEADY_GUARD]
+            why = ([f"steadiness below {STEADY_GUARD:g} on {', '.join(low)}"] if low else []) + \
+                  (["the drift check fails"] if row["drift"] is None or not row["drift"][0] else [])
+            lines.append(f"- The fusion {fusion_name(row['weight'])} fails the guards: {'; '.join(why)}.")
+    winner = fusion_winner(rows)
+    if winner is None:
+        lines.append(f"- No candidate passes the guards: `members.laplacian_weight` stays {today_weight:g}.")
+    else:
+        others = [r for r in rows if r is not winner and r["guards"]]
+        if not others:
+            why = "the only candidate that passes the guards"
+        elif winner["t3"] != others[0]["t3"]:
+            why = "it meets T3 and the other does not (step 1)"
+        elif winner["list_median"] != others[0]["list_median"]:
+            why = (f"both {'meet' if winner['t3'] else 'miss'} T3, and its lists agree more: median "
+                   f"{winner['list_median']:.2f} against {others[0]['list_median']:.2f} (step 2)")
+        else:
+            why = "a tie on T3 and on the median list agreement, which goes to the fusion off (step 3)"
+        change = ("stays" if winner["weight"] == today_weight else "becomes")
+        lines.append(f"- The winner is the fusion {fusion_name(winner['weight'])}: {why}. "
+                     f"`members.laplacian_weight` {change} {winner['weight']:g}.")
+        lines.append(f"- T3 with it: {winner['accurate']} of {len(REPORTED)} sets at or above one run's mean "
+                     f"({'met' if winner['t3'] else 'not met'}); the median list agreement "
+                     f"{winner['list_median']:.2f} (T2 asks 0.6: {'met' if winner['list_median'] >= 0.6 else 'not met'}).")
+    on, off = (next(r for r in rows if r["weight"] == w) for w in (today_weight, 0.0))
+    both = [d for d in REPORTED if on["sets"][d] is not None and off["sets"][d] is not None]
+    if both:
+        accurate = sum(off["sets"][d].accuracy >= on["sets"][d].accuracy for d in both)
+        agree = sum(on["sets"][d].list_agreement > off["sets"][d].list_agreement for d in both)
+        steadier = sum(on["sets"][d].steadiness > off["sets"][d].steadiness for d in both)
+        lines += ["", "## Reading", "",
+                  f"- The fusion on against off, over the {len(both)} sets: the lists agree more with it on {agree}, "
+                  f"they are steadier with it on {steadier}, and the last list is at least as accurate without it "
+                  f"on {accurate}."]
+    return "\n".join(lines) + "\n"
+
+
 # -- the command line ----------------------------------------------------------------------------------------
 
 
@@ -1021,7 +1161,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     page.add_argument("--page", type=Path, default=PAGE)
     page.add_argument("--note", default=None, help="a line on where and how the runs ran, for the page")
     page.add_argument("--datasets-dir", nargs="+", default=list(DATA_DIRS), dest="data_dirs")
+    second = commands.add_parser("fusion", help="the second round: today's default with the fusion on and off, "
+                                                "from the refresh study's cells")
+    second.add_argument("--page", type=Path, default=FUSION_PAGE)
     args = parser.parse_args(argv)
+    if args.command == "fusion":
+        text = render_fusion(fusion_rows(), "python -m benchmarks.agreement " + shlex.join(argv))
+        args.page.parent.mkdir(parents=True, exist_ok=True)
+        args.page.write_text(text)
+        print(text)
+        return
     if args.command == "run":
         if args.members < 2 or args.members % 2:
             parser.error(f"--members {args.members}: complementary pairs need an even count of at least 2")

@@ -173,3 +173,79 @@ def test_a_chain_is_taken_whole_from_the_run_where_it_went_furthest(tmp_path):
     assert [line["tag"] for line in results.chain("ORL", 42)] == ["a", "a", "a"]  # never run 2's refresh 1
     assert [line["tag"] for line in results.chain("ORL", 43)] == ["b", "b", "b"]
     assert results.chain("ORL", 42)[0]["source"] == "run1.jsonl" and results.finished("ORL")
+
+
+def fake_fusion_cells(root, sets, on, off, refreshes=study.REFRESHES):
+    """The refresh study's cells of today's default with the fusion on and off, one run per refresh and the drift
+    case: ``on`` and ``off`` map a set to (accuracy, list agreement, steadiness) at every refresh."""
+    rng = np.random.default_rng(7)
+    for dataset in sets:
+        for deployment in study.DEPLOYMENTS:
+            for method, (accuracy, agreement, steady) in ((study.ONE_RUN, (0.5, 0.1, 0.1)),
+                                                          (study.FUSION_CELLS[0.5], on[dataset]),
+                                                          (study.FUSION_CELLS[0.0], off[dataset])):
+                folder = root / "cells" / dataset / method
+                folder.mkdir(parents=True, exist_ok=True)
+                pd.DataFrame({"refresh": range(1, refreshes + 1), "accuracy": accuracy,
+                              "jaccard_deployments": agreement, "jaccard_previous": steady}).to_csv(
+                    folder / f"seed_{deployment}.csv", index=False)
+            (root / "store" / dataset).mkdir(parents=True, exist_ok=True)
+            np.savez(root / "store" / dataset / f"members_seed_{deployment}.npz",
+                     **{f"scores_{r}": rng.normal(size=80) for r in range(refreshes)},
+                     **{f"seconds_{r}": np.array(1.0) for r in range(refreshes)})
+    for weight, method in study.FUSION_CELLS.items():  # both hold half the 30 new features in the third refresh after it
+        folder = root / "cells" / study.DRIFT / method
+        folder.mkdir(parents=True, exist_ok=True)
+        for deployment in study.DEPLOYMENTS:
+            pd.DataFrame({"deployment": deployment, "refresh": range(1, 16),
+                          "informative_at_50": [0] * 12 + [20] * 3}).to_csv(folder / f"seed_{deployment}.csv",
+                                                                             index=False)
+
+
+def test_the_second_round_reads_both_fusions_from_the_refresh_cells_and_follows_its_rule(tmp_path, monkeypatch):
+    sets = ("a", "b", "c", "d", "e", "f")
+    monkeypatch.setattr(study, "REPORTED", sets)
+    monkeypatch.setattr(study, "STEADY_FROM", 2)
+    monkeypatch.setattr(study, "CELLS", tmp_path / "cells")
+    monkeypatch.setattr(study, "REFRESH_STORE", tmp_path / "store")
+    # on: steady, agreeing, below one run's mean (0.5) on 3 sets; off: above it everywhere, less steady on one set
+    on = {d: (0.45 if i < 3 else 0.55, 0.4, 0.95) for i, d in enumerate(sets)}
+    off = {d: (0.6, 0.3, 0.85 if d == "c" else 0.92) for d in sets}
+    fake_fusion_cells(tmp_path, sets, on, off)
+    page = tmp_path / "fusion.md"
+    study.main(["fusion", "--page", str(page)])
+    text = page.read_text()
+    assert "| a | on (0.5) | 0.40 | 0.95 | 45.0 (50.0) | no |" in text
+    assert "| c | off | 0.30 | 0.85 | 60.0 (50.0) | yes |" in text
+    assert "| on (0.5) | 0.95 | pass (3 refreshes after the change) | pass | 3 of 6 not met | 0.40 |" in text
+    assert "| off | 0.85 | pass (3 refreshes after the change) | fail | 6 of 6 met | 0.30 |" in text
+    assert "- The fusion off fails the guards: steadiness below 0.9 on c." in text
+    assert "- The winner is the fusion on (0.5): the only candidate that passes the guards. " \
+           "`members.laplacian_weight` stays 0.5." in text
+
+    # steady everywhere: off meets T3 and on does not, so off wins though its lists agree less (step 1)
+    off = {d: (0.6, 0.3, 0.92) for d in sets}
+    fake_fusion_cells(tmp_path, sets, on, off)
+    rows = study.fusion_rows()
+    assert study.fusion_winner(rows)["weight"] == 0.0
+    assert "it meets T3 and the other does not (step 1). `members.laplacian_weight` becomes 0." in \
+        study.render_fusion(rows, "x")
+    # both miss T3: the lists that agree more win; on a tie, the fusion is off
+    off = {d: (0.45, 0.3, 0.92) for d in sets}
+    fake_fusion_cells(tmp_path, sets, on, off)
+    assert study.fusion_winner(study.fusion_rows())["weight"] == 0.5
+    off = {d: (0.45, 0.4, 0.92) for d in sets}
+    fake_fusion_cells(tmp_path, sets, on, off)
+    assert study.fusion_winner(study.fusion_rows())["weight"] == 0.0
+    # a set without cells fails the guards of both: the weight stays today's
+    for method in study.FUSION_CELLS.values():
+        for deployment in study.DEPLOYMENTS:
+            (tmp_path / "cells" / "f" / method / f"seed_{deployment}.csv").unlink()
+    rows = study.fusion_rows()
+    assert study.fusion_winner(rows) is None
+    assert "- No candidate passes the guards: `members.laplacian_weight` stays 0.5." in study.render_fusion(rows, "x")
+
+
+def test_the_second_round_reads_the_refresh_studys_own_folders():
+    names = {c.laplacian_weight: refresh.slug(c.name) for c in refresh.carried_candidates()}
+    assert names == study.FUSION_CELLS
