@@ -112,6 +112,31 @@ TRACKING_MODULES = ("kedro_mlflow.",)
 DEFAULTS = {"scheduler": None, "n_workers": None, "threads_per_worker": 1}
 
 
+def driver_environment() -> dict[str, str | None]:
+    """This process's values (None: unset) of the variables a Dask nanny sets in it before it starts a worker.
+
+    A LocalCluster's nanny lives in the process that starts the cluster and writes its
+    ``distributed.nanny.pre-spawn-environ`` (``OMP_NUM_THREADS=1``, ``MKL_NUM_THREADS=1``,
+    ``OPENBLAS_NUM_THREADS=1``, ``MALLOC_TRIM_THRESHOLD_``) into that process's own ``os.environ``, so that the
+    worker it spawns inherits them, and never takes them back. Left there, a user's next run from the same
+    Python process (a notebook, a second ``KedroSession``) would start its processes on one thread, and read
+    ``OMP_NUM_THREADS=1`` as a count the user chose (:mod:`iclfs._threads`).
+    """
+    import dask
+
+    names = dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {}
+    return {name: os.environ.get(name) for name in names}
+
+
+def restore_environment(saved: dict[str, str | None]) -> None:
+    """Put back the values :func:`driver_environment` read: set them again, or unset those that were unset."""
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 class InMemoryIntermediateError(ValueError):
     """Raised before a run when nodes would hand data to each other through ``MemoryDataset``s."""
 
@@ -350,13 +375,16 @@ class DaskRunner(AbstractRunner):
         hook_manager = hook_manager or null_hook_manager()
         on_driver = {node for node in pipeline.nodes if runs_on_driver(node, catalog)}
         keep = {node: driver_outputs(node, catalog) for node in pipeline.nodes}
+        driver = driver_environment()
         client, cluster = self._connect()
+        restore_environment(driver)  # the workers have started with the nanny's variables
         try:
             self._run_on(client, pipeline, catalog, hook_manager, run_id, on_driver, keep)
         finally:
             client.close()
             if cluster is not None:
                 cluster.close()
+            restore_environment(driver)  # a worker the nanny started again set them once more
 
     def _run_on(self, client: Any, pipeline: Pipeline, catalog: CatalogProtocol, hook_manager: Any,
                 run_id: str | None, on_driver: set[Node], keep: dict[Node, frozenset[str]]) -> None:

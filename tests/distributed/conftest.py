@@ -46,9 +46,14 @@ def dask_cluster(stray_store):
     Its workers' MLflow tracking URI is :func:`stray_store`: a run a worker opened would land there.
     """
     distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed")
+    from iclfs.runner import driver_environment, restore_environment
+
+    before = driver_environment()  # the nanny would leave OMP_NUM_THREADS=1 and more in this process for good
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                        env={"MLFLOW_TRACKING_URI": f"sqlite:///{stray_store}"})
+    restore_environment(before)
     try:
         yield cluster
     finally:
         cluster.close()
+        restore_environment(before)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -89,6 +90,10 @@ def where_am_i(a):
     return {"scheduler": get_worker().scheduler.address, "a": a}
 
 
+def worker_environment(a):
+    return {name: os.environ.get(name) for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+
+
 def test_in_memory_datasets_between_nodes_are_refused_by_name_before_anything_runs(tmp_path):
     catalog = DataCatalog({"x": MemoryDataset(3), "doubled": MemoryDataset(), "kept": MemoryDataset(),
                            "total": PickleDataset(filepath=str(tmp_path / "total.pkl"))})
@@ -156,3 +161,27 @@ def test_the_scheduler_address_comes_from_dask_yml_and_runner_params_override_it
     (conf / "staging" / "dask.yml").write_text("dask: {workers: 2}\n")
     with pytest.raises(ValueError, match=r"unknown key\(s\) \['workers'\]"):
         DaskRunner()
+
+
+def test_a_run_on_its_own_local_cluster_leaves_the_drivers_environment_as_it_found_it(tmp_path, monkeypatch):
+    # Dask's nanny writes OMP_NUM_THREADS=1 (and MKL_..., OPENBLAS_..., MALLOC_TRIM_THRESHOLD_) into the process
+    # that starts a LocalCluster and never takes them back: a later run from the same process would start on one
+    # thread. An earlier test's cluster may have left them here too, so this one sets its own starting point.
+    import dask
+
+    names = sorted(dask.config.get("distributed.nanny.pre-spawn-environ"))
+    assert "OMP_NUM_THREADS" in names
+    for name in names:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MKL_NUM_THREADS", "3")  # a user's own value stays the user's
+    monkeypatch.chdir(tmp_path)  # no conf/: the shipped defaults, here one worker process
+    runner = DaskRunner(n_workers=1, is_async=False)
+    assert runner.scheduler is None
+    catalog = DataCatalog({"x": MemoryDataset(21), "a": PickleDataset(filepath=str(tmp_path / "a.pkl")),
+                           "seen": JSONDataset(filepath=str(tmp_path / "seen.json"))})
+    runner.run(Pipeline([Node(double, "x", "a", name="double"), Node(worker_environment, "a", "seen",
+                                                                     name="environment")]), catalog)
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    assert seen["OMP_NUM_THREADS"] == "1" and seen["MKL_NUM_THREADS"] == "3"  # the workers got the nanny's
+    assert {name: os.environ.get(name) for name in names} == {name: ("3" if name == "MKL_NUM_THREADS" else None)
+                                                              for name in names}
