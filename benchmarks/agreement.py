@@ -1116,9 +1116,10 @@ def render_fusion(rows: Sequence[dict], command: str, refreshes: int = REFRESHES
         change = ("stays" if winner["weight"] == today_weight else "becomes")
         lines.append(f"- The winner is the fusion {fusion_name(winner['weight'])}: {why}. "
                      f"`members.laplacian_weight` {change} {winner['weight']:g}.")
+        t2 = "met" if winner["list_median"] >= 0.6 else "not met"
         lines.append(f"- T3 with it: {winner['accurate']} of {len(REPORTED)} sets at or above one run's mean "
                      f"({'met' if winner['t3'] else 'not met'}); the median list agreement "
-                     f"{winner['list_median']:.2f} (T2 asks 0.6: {'met' if winner['list_median'] >= 0.6 else 'not met'}).")
+                     f"{winner['list_median']:.2f} (T2 asks 0.6: {t2}).")
     on, off = (next(r for r in rows if r["weight"] == w) for w in (today_weight, 0.0))
     both = [d for d in REPORTED if on["sets"][d] is not None and off["sets"][d] is not None]
     if both:

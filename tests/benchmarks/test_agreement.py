@@ -193,7 +193,8 @@ def fake_fusion_cells(root, sets, on, off, refreshes=study.REFRESHES):
             np.savez(root / "store" / dataset / f"members_seed_{deployment}.npz",
                      **{f"scores_{r}": rng.normal(size=80) for r in range(refreshes)},
                      **{f"seconds_{r}": np.array(1.0) for r in range(refreshes)})
-    for weight, method in study.FUSION_CELLS.items():  # both hold half the 30 new features in the third refresh after it
+    # the drift case: both hold half the 30 new features from the third refresh after the change on
+    for method in study.FUSION_CELLS.values():
         folder = root / "cells" / study.DRIFT / method
         folder.mkdir(parents=True, exist_ok=True)
         for deployment in study.DEPLOYMENTS:
@@ -243,7 +244,8 @@ def test_the_second_round_reads_both_fusions_from_the_refresh_cells_and_follows_
             (tmp_path / "cells" / "f" / method / f"seed_{deployment}.csv").unlink()
     rows = study.fusion_rows()
     assert study.fusion_winner(rows) is None
-    assert "- No candidate passes the guards: `members.laplacian_weight` stays 0.5." in study.render_fusion(rows, "x")
+    assert "- No candidate passes the guards: `members.laplacian_weight` stays 0.5." in \
+        study.render_fusion(rows, "x")
 
 
 def test_the_second_round_reads_the_refresh_studys_own_folders():
