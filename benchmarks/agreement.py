@@ -152,6 +152,37 @@ candidate that fails a guard cannot become the default.
 
 The winner's weight becomes ``members.laplacian_weight``. If neither
 candidate passes the guards, the weight stays 0.5.
+
+**The third round: a weight between the two** (``python -m
+benchmarks.agreement fusion --compute``; its rule fixed in this docstring and
+committed before any of its cells was computed).
+
+*Why.* The second round found that neither weight gives both: with the
+fusion on (0.5) the lists held still and 3 of 6 sets reached one run's
+mean; off (0), 5 of 6 did, and the steadiness fell below 0.9 on three sets.
+The refresh study's fifth round had one weight between them with the same
+reciprocal rank fusion, 0.25, its runner-up. This round adds that one
+candidate. No other weight is tried: this is one look at a middle point,
+not a search.
+
+*What was seen before this rule.* The refresh study's fifth-round page
+(``results/refresh_study_fusion.md``) gives the weight 0.25 at the last
+refresh of lung_small, ORL, madelon and Isolet (20, 20, 10, 10 refreshes):
+steadiness 0.92, 0.95, 0.94 and 0.88; the last list at or above one run's
+mean on lung_small, ORL and madelon. It gives nothing at refresh 8, and
+nothing on warpPIE10P, Prostate_GE or ALLAML.
+
+*Cells.* Computed from the refresh study's stored runs with its own
+functions (``benchmarks.refresh.refresh_runs`` and ``cells``, the
+candidate ``carried (..., Laplacian weight 0.25, reciprocal rank)``), on
+the six reported sets and the drift case. They are written beside the
+other cells in ``results/cells/refresh``.
+
+*The decision.* The second round's rule over three candidates, 0.5, 0.25
+and 0. Among those that pass the guards: T3 first, then the higher median
+list agreement. A tie goes to the lower weight: the fusion must earn its
+place, so less of it wins a tie. If no candidate passes the guards, the
+weight stays 0.5.
 """
 
 from __future__ import annotations
