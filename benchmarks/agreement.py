@@ -242,9 +242,13 @@ N_RUNS = 20  # k-means runs per k (method.md §8)
 ONE_RUN = "iclfs-one-run-per-refresh"  # the refresh study's cell folders
 TODAY = "carried-mean-rank-half-life-inf-cap-64-hold-3-carried-laplacian-admit-2-laplacian-weight-0.5-reciprocal-rank"
 CPU_MEMBERS_PER_RUN = 2.0  # rule 4: M members at most twice one run per refresh on one CPU thread
-#: The second round's candidates: today's default with the fusion on (today's weight) and off, by the refresh
-#: study's cell folder of each (benchmarks.refresh.carried_candidates, through iclfs.evaluation's slug).
-FUSION_CELLS = {0.5: TODAY, 0.0: "carried-mean-rank-half-life-inf-cap-64-hold-3-carried-laplacian-admit-2"}
+#: The second round's candidates, today's default with the fusion on (today's weight) and off, and the third
+#: round's weight between them, by the refresh study's cell folder of each (its Candidate names, through
+#: iclfs.evaluation's slug; benchmarks.refresh.PRODUCT with each weight).
+FUSION_CELLS = {0.5: TODAY,
+                0.25: "carried-mean-rank-half-life-inf-cap-64-hold-3-carried-laplacian-admit-2-laplacian-weight-0.25-"
+                      "reciprocal-rank",
+                0.0: "carried-mean-rank-half-life-inf-cap-64-hold-3-carried-laplacian-admit-2"}
 FUSION_PAGE = HERE / "results" / "agreement_fusion.md"
 STEADY_GUARD = 0.9  # the second round's guard: the lists hold still (the refresh study's target)
 DRIFT = "drift"  # the refresh study's drift case, read whole by its own check
@@ -1049,6 +1053,44 @@ def drift_check(method: str, cells: Path | None = None) -> tuple[bool, int | Non
     return drift_passes(table, math.inf)
 
 
+def fusion_candidate(weight: float):
+    """The refresh study's carried candidate of today's default with the Laplacian weight ``weight``."""
+    from dataclasses import replace
+
+    from benchmarks.refresh import PRODUCT
+
+    return replace(PRODUCT, laplacian_weight=weight, laplacian_fusion="reciprocal_rank")
+
+
+def compute_fusion_cells(data_dirs: Sequence[str] = DATA_DIRS, cells: Path | None = None,
+                         store: Path | None = None) -> list[Path]:
+    """The cells of every :data:`FUSION_CELLS` weight not stored yet, on the reported sets and the drift case, from
+    the refresh study's stored runs by its own functions (the third round, module docstring); the files written."""
+    from benchmarks import refresh
+    from iclfs.evaluation._benchmark import slug
+
+    cells = CELLS if cells is None else cells
+    store = REFRESH_STORE if store is None else store
+    written = []
+    for weight, folder in FUSION_CELLS.items():
+        candidate = fusion_candidate(weight)
+        if slug(candidate.name) != folder:
+            raise ValueError(f"FUSION_CELLS[{weight:g}] is {folder!r}, the refresh study names it "
+                             f"{slug(candidate.name)!r}")
+        for dataset in (*REPORTED, DRIFT):
+            paths = [cells / dataset / folder / f"seed_{d}.csv" for d in DEPLOYMENTS]
+            if all(path.is_file() for path in paths):
+                continue
+            runs = {d: refresh.refresh_runs(dataset, d, store, data_dirs, [candidate], baselines=False)
+                    for d in DEPLOYMENTS}
+            for key, table in refresh.cells(dataset, runs, [candidate.name]).items():
+                path = cells / f"{key}.csv"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                refresh.write_atomically(path, table.to_csv(index=False).encode())
+                written.append(path)
+    return written
+
+
 def fusion_rows(refreshes: int = REFRESHES, cells: Path | None = None, store: Path | None = None) -> list[dict]:
     """Each candidate of the second round (:data:`FUSION_CELLS`): its sets read at refresh ``refreshes``, its
     guards and targets (module docstring, the second round)."""
@@ -1071,24 +1113,28 @@ def fusion_rows(refreshes: int = REFRESHES, cells: Path | None = None, store: Pa
 
 def fusion_winner(rows: Sequence[dict]) -> dict | None:
     """The rule: among the candidates that pass the guards, T3 first, then the median list agreement; a tie goes to
-    the fusion off. None when no candidate passes the guards (the weight then stays today's)."""
+    the lower weight. None when no candidate passes the guards (the weight then stays today's)."""
     passing = [r for r in rows if r["guards"]]
     if not passing:
         return None
-    return max(passing, key=lambda r: (r["t3"], r["list_median"], r["weight"] == 0))
+    return max(passing, key=lambda r: (r["t3"], r["list_median"], -r["weight"]))
 
 
 def render_fusion(rows: Sequence[dict], command: str, refreshes: int = REFRESHES) -> str:
-    """The second round's page."""
-    today_weight = FUSIONS[0]  # the weight the rule was fixed against
-    lines = ["# The agreement study's second round: the Laplacian fusion in today's default", "",
+    """The second and third rounds' page."""
+    today_weight = FUSIONS[0]  # the weight the rules were fixed against
+    weights = ", ".join(f"{r['weight']:g}" for r in rows)
+    lines = ["# The agreement study's second and third rounds: the Laplacian fusion in today's default", "",
              f"Generated by `{command}` from the refresh study's cells and stored runs (`results/cells/refresh`, "
-             "`results/refresh`); nothing was trained for it. The rule is the second round's in the docstring of "
-             "`benchmarks/agreement.py`, committed before this page was generated. Do not edit by hand.", "",
-             "Today's default is one full run per refresh, carried across refreshes. The two candidates differ "
-             "only in `members.laplacian_weight`: the Laplacian-score rank fused into the order of the members "
-             "kept (on) or not (off); both keep the carried Laplacian score in the LGRC gate, the hold and the "
-             f"admit. Read at refresh {refreshes}, as the first round read today's default.", "",
+             "`results/refresh`); nothing was trained for it. The rules are the second and third rounds' in the "
+             "docstring of `benchmarks/agreement.py`, each committed before its cells were read. Do not edit by "
+             "hand.", "",
+             "Today's default is one full run per refresh, carried across refreshes. The candidates differ only in "
+             f"`members.laplacian_weight` ({weights}; {today_weight:g} is today's): the weight of the "
+             "Laplacian-score rank fused into the order of the members kept (0: none). All keep the carried "
+             "Laplacian score in the LGRC gate, the hold and the admit. The second round judged 0.5 and 0; the "
+             "third added 0.25 and judged the three by the same guards and decision. Read at refresh "
+             f"{refreshes}, as the first round read today's default.", "",
              "## Every reported set", "",
              f"List agreement: Jaccard@50 of the two deployments' lists at refresh {refreshes}. Steadiness: "
              f"Jaccard@50 with the previous list, refreshes {STEADY_FROM}-{refreshes}, mean over the deployments. "
@@ -1135,15 +1181,18 @@ def render_fusion(rows: Sequence[dict], command: str, refreshes: int = REFRESHES
         lines.append(f"- No candidate passes the guards: `members.laplacian_weight` stays {today_weight:g}.")
     else:
         others = [r for r in rows if r is not winner and r["guards"]]
-        if not others:
+        runner_up = max(others, key=lambda r: (r["t3"], r["list_median"], -r["weight"])) if others else None
+        if runner_up is None:
             why = "the only candidate that passes the guards"
-        elif winner["t3"] != others[0]["t3"]:
-            why = "it meets T3 and the other does not (step 1)"
-        elif winner["list_median"] != others[0]["list_median"]:
-            why = (f"both {'meet' if winner['t3'] else 'miss'} T3, and its lists agree more: median "
-                   f"{winner['list_median']:.2f} against {others[0]['list_median']:.2f} (step 2)")
+        elif winner["t3"] != runner_up["t3"]:
+            why = f"it meets T3 and the fusion {fusion_name(runner_up['weight'])} does not (step 1)"
+        elif winner["list_median"] != runner_up["list_median"]:
+            why = (f"it and the fusion {fusion_name(runner_up['weight'])} both "
+                   f"{'meet' if winner['t3'] else 'miss'} T3, and its lists agree more: median "
+                   f"{winner['list_median']:.2f} against {runner_up['list_median']:.2f} (step 2)")
         else:
-            why = "a tie on T3 and on the median list agreement, which goes to the fusion off (step 3)"
+            why = (f"a tie with the fusion {fusion_name(runner_up['weight'])} on T3 and on the median list "
+                   "agreement, which goes to the lower weight (step 3)")
         change = ("stays" if winner["weight"] == today_weight else "becomes")
         lines.append(f"- The winner is the fusion {fusion_name(winner['weight'])}: {why}. "
                      f"`members.laplacian_weight` {change} {winner['weight']:g}.")
@@ -1196,8 +1245,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     second = commands.add_parser("fusion", help="the second round: today's default with the fusion on and off, "
                                                 "from the refresh study's cells")
     second.add_argument("--page", type=Path, default=FUSION_PAGE)
+    second.add_argument("--compute", action="store_true",
+                        help="first compute the cells of a weight that has none (the third round's 0.25)")
+    second.add_argument("--datasets-dir", nargs="+", default=list(DATA_DIRS), dest="data_dirs")
     args = parser.parse_args(argv)
     if args.command == "fusion":
+        if args.compute:
+            for path in compute_fusion_cells(args.data_dirs):
+                print(f"wrote {path}", flush=True)
         text = render_fusion(fusion_rows(), "python -m benchmarks.agreement " + shlex.join(argv))
         args.page.parent.mkdir(parents=True, exist_ok=True)
         args.page.write_text(text)

@@ -11,12 +11,14 @@ import scipy.io
 
 from benchmarks import agreement as study
 from benchmarks import refresh
+from iclfs.evaluation._benchmark import slug
 from iclfs.chain import k_values_for
 from iclfs.evaluation._protocol import best_k, evaluate_selections
 from iclfs.io._tables import read_feature_table
 from iclfs.method._config import SelectionConfig
 from iclfs.method._preprocessing import prepare
 from iclfs.method._stability import jaccard
+from tests.benchmarks.test_refresh import store, tiny  # noqa: F401  (the refresh study's tiny store)
 
 
 def test_the_grid_is_the_products():
@@ -175,15 +177,14 @@ def test_a_chain_is_taken_whole_from_the_run_where_it_went_furthest(tmp_path):
     assert results.chain("ORL", 42)[0]["source"] == "run1.jsonl" and results.finished("ORL")
 
 
-def fake_fusion_cells(root, sets, on, off, refreshes=study.REFRESHES):
-    """The refresh study's cells of today's default with the fusion on and off, one run per refresh and the drift
-    case: ``on`` and ``off`` map a set to (accuracy, list agreement, steadiness) at every refresh."""
+def fake_fusion_cells(root, sets, weights, refreshes=study.REFRESHES):
+    """The refresh study's cells of today's default at each Laplacian weight, one run per refresh and the drift
+    case: ``weights`` maps a weight to {set: (accuracy, list agreement, steadiness)} at every refresh."""
     rng = np.random.default_rng(7)
     for dataset in sets:
         for deployment in study.DEPLOYMENTS:
-            for method, (accuracy, agreement, steady) in ((study.ONE_RUN, (0.5, 0.1, 0.1)),
-                                                          (study.FUSION_CELLS[0.5], on[dataset]),
-                                                          (study.FUSION_CELLS[0.0], off[dataset])):
+            for method, (accuracy, agreement, steady) in ((study.ONE_RUN, (0.5, 0.1, 0.1)), *(
+                    (study.FUSION_CELLS[w], measures[dataset]) for w, measures in weights.items())):
                 folder = root / "cells" / dataset / method
                 folder.mkdir(parents=True, exist_ok=True)
                 pd.DataFrame({"refresh": range(1, refreshes + 1), "accuracy": accuracy,
@@ -193,9 +194,9 @@ def fake_fusion_cells(root, sets, on, off, refreshes=study.REFRESHES):
             np.savez(root / "store" / dataset / f"members_seed_{deployment}.npz",
                      **{f"scores_{r}": rng.normal(size=80) for r in range(refreshes)},
                      **{f"seconds_{r}": np.array(1.0) for r in range(refreshes)})
-    # the drift case: both hold half the 30 new features from the third refresh after the change on
-    for method in study.FUSION_CELLS.values():
-        folder = root / "cells" / study.DRIFT / method
+    # the drift case: every weight holds half the 30 new features from the third refresh after the change on
+    for weight in weights:
+        folder = root / "cells" / study.DRIFT / study.FUSION_CELLS[weight]
         folder.mkdir(parents=True, exist_ok=True)
         for deployment in study.DEPLOYMENTS:
             pd.DataFrame({"deployment": deployment, "refresh": range(1, 16),
@@ -203,42 +204,48 @@ def fake_fusion_cells(root, sets, on, off, refreshes=study.REFRESHES):
                                                                              index=False)
 
 
-def test_the_second_round_reads_both_fusions_from_the_refresh_cells_and_follows_its_rule(tmp_path, monkeypatch):
+def test_the_fusion_rounds_read_every_weight_from_the_refresh_cells_and_follow_their_rule(tmp_path, monkeypatch):
     sets = ("a", "b", "c", "d", "e", "f")
     monkeypatch.setattr(study, "REPORTED", sets)
     monkeypatch.setattr(study, "STEADY_FROM", 2)
     monkeypatch.setattr(study, "CELLS", tmp_path / "cells")
     monkeypatch.setattr(study, "REFRESH_STORE", tmp_path / "store")
-    # on: steady, agreeing, below one run's mean (0.5) on 3 sets; off: above it everywhere, less steady on one set
+    # on: steady, agreeing, below one run's mean (0.5) on 3 sets; off: above it everywhere, less steady on one set;
+    # the middle weight: above it on 4 sets, steady everywhere
     on = {d: (0.45 if i < 3 else 0.55, 0.4, 0.95) for i, d in enumerate(sets)}
     off = {d: (0.6, 0.3, 0.85 if d == "c" else 0.92) for d in sets}
-    fake_fusion_cells(tmp_path, sets, on, off)
+    middle = {d: (0.45 if i < 2 else 0.55, 0.35, 0.93) for i, d in enumerate(sets)}
+    fake_fusion_cells(tmp_path, sets, {0.5: on, 0.25: middle, 0.0: off})
     page = tmp_path / "fusion.md"
     study.main(["fusion", "--page", str(page)])
     text = page.read_text()
     assert "| a | on (0.5) | 0.40 | 0.95 | 45.0 (50.0) | no |" in text
+    assert "| c | on (0.25) | 0.35 | 0.93 | 55.0 (50.0) | yes |" in text
     assert "| c | off | 0.30 | 0.85 | 60.0 (50.0) | yes |" in text
     assert "| on (0.5) | 0.95 | pass (3 refreshes after the change) | pass | 3 of 6 not met | 0.40 |" in text
+    assert "| on (0.25) | 0.93 | pass (3 refreshes after the change) | pass | 4 of 6 not met | 0.35 |" in text
     assert "| off | 0.85 | pass (3 refreshes after the change) | fail | 6 of 6 met | 0.30 |" in text
     assert "- The fusion off fails the guards: steadiness below 0.9 on c." in text
-    assert "- The winner is the fusion on (0.5): the only candidate that passes the guards. " \
-           "`members.laplacian_weight` stays 0.5." in text
+    assert "- The winner is the fusion on (0.5): it and the fusion on (0.25) both miss T3, and its lists agree " \
+           "more: median 0.40 against 0.35 (step 2). `members.laplacian_weight` stays 0.5." in text
 
-    # steady everywhere: off meets T3 and on does not, so off wins though its lists agree less (step 1)
-    off = {d: (0.6, 0.3, 0.92) for d in sets}
-    fake_fusion_cells(tmp_path, sets, on, off)
+    # the middle weight meets T3, steady everywhere: it wins though its lists agree less (step 1)
+    middle = {d: (0.45 if i < 1 else 0.55, 0.35, 0.93) for i, d in enumerate(sets)}
+    fake_fusion_cells(tmp_path, sets, {0.25: middle})
+    rows = study.fusion_rows()
+    assert study.fusion_winner(rows)["weight"] == 0.25
+    assert "it meets T3 and the fusion on (0.5) does not (step 1). `members.laplacian_weight` becomes 0.25." in \
+        study.render_fusion(rows, "x")
+    # steady everywhere, off and the middle weight both meet T3: the lists that agree more win
+    fake_fusion_cells(tmp_path, sets, {0.0: {d: (0.6, 0.3, 0.92) for d in sets}})
+    assert study.fusion_winner(study.fusion_rows())["weight"] == 0.25
+    # on a tie of T3 and agreement, the lower weight wins
+    fake_fusion_cells(tmp_path, sets, {0.0: {d: (0.6, 0.35, 0.92) for d in sets}})
     rows = study.fusion_rows()
     assert study.fusion_winner(rows)["weight"] == 0.0
-    assert "it meets T3 and the other does not (step 1). `members.laplacian_weight` becomes 0." in \
-        study.render_fusion(rows, "x")
-    # both miss T3: the lists that agree more win; on a tie, the fusion is off
-    off = {d: (0.45, 0.3, 0.92) for d in sets}
-    fake_fusion_cells(tmp_path, sets, on, off)
-    assert study.fusion_winner(study.fusion_rows())["weight"] == 0.5
-    off = {d: (0.45, 0.4, 0.92) for d in sets}
-    fake_fusion_cells(tmp_path, sets, on, off)
-    assert study.fusion_winner(study.fusion_rows())["weight"] == 0.0
-    # a set without cells fails the guards of both: the weight stays today's
+    assert "a tie with the fusion on (0.25) on T3 and on the median list agreement, which goes to the lower " \
+           "weight (step 3). `members.laplacian_weight` becomes 0." in study.render_fusion(rows, "x")
+    # a set without cells fails the guards of every weight: the weight stays today's
     for method in study.FUSION_CELLS.values():
         for deployment in study.DEPLOYMENTS:
             (tmp_path / "cells" / "f" / method / f"seed_{deployment}.csv").unlink()
@@ -248,6 +255,31 @@ def test_the_second_round_reads_both_fusions_from_the_refresh_cells_and_follows_
         study.render_fusion(rows, "x")
 
 
-def test_the_second_round_reads_the_refresh_studys_own_folders():
-    names = {c.laplacian_weight: refresh.slug(c.name) for c in refresh.carried_candidates()}
+def test_the_fusion_rounds_read_the_refresh_studys_own_folders():
+    names = {w: refresh.slug(study.fusion_candidate(w).name) for w in study.FUSION_CELLS}
     assert names == study.FUSION_CELLS
+    assert {c.laplacian_weight: refresh.slug(c.name) for c in refresh.carried_candidates()} == \
+        {w: study.FUSION_CELLS[w] for w in (0.5, 0.0)}
+    chosen = refresh.chosen()  # today's, as the refresh report carries it
+    assert study.fusion_candidate(chosen.laplacian_weight) == chosen
+
+
+def test_the_third_round_computes_a_weights_cells_as_the_refresh_report_does(store, tmp_path, monkeypatch):
+    monkeypatch.setattr(study, "REPORTED", ("tiny",))
+    monkeypatch.setattr(study, "DRIFT", "tiny")  # the tiny store stands in for the drift case too
+    cells = tmp_path / "cells"
+    written = study.compute_fusion_cells((), cells, store)
+    assert len(written) == 2 * len(study.FUSION_CELLS)  # every weight, both deployments, one set
+    chosen = refresh.chosen()
+    reported = refresh.report_cells("tiny", store, (), methods=[chosen.name])
+    for deployment in study.DEPLOYMENTS:
+        mine = pd.read_csv(cells / "tiny" / study.FUSION_CELLS[chosen.laplacian_weight] / f"seed_{deployment}.csv")
+        theirs = reported[f"refresh/tiny/{slug(chosen.name)}/seed_{deployment}"]
+        timing = ["seconds", "list_seconds"]  # the combining's own time: measured again
+        pd.testing.assert_frame_equal(mine.drop(columns=timing), theirs.drop(columns=timing).reset_index(drop=True),
+                                      check_dtype=False)
+    assert study.compute_fusion_cells((), cells, store) == []  # what is stored is not computed again
+    monkeypatch.setitem(study.FUSION_CELLS, 0.25, "some-other-folder")
+    (cells / "tiny" / study.FUSION_CELLS[0.5] / "seed_42.csv").unlink()
+    with pytest.raises(ValueError, match="the refresh study names it"):
+        study.compute_fusion_cells((), cells, store)
