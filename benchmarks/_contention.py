@@ -827,6 +827,8 @@ class LoadRound:
 
     Attributes
     ----------
+    title : str
+        Its section's heading in the speed report.
     heading : str
         The heading of its rule in this module's docstring.
     stand_in : str
@@ -837,6 +839,7 @@ class LoadRound:
         Its ratios against the quiet epoch its policies share (:func:`shared_quiet`), not each policy's own.
     """
 
+    title: str
     heading: str
     stand_in: str
     rule: str
@@ -846,23 +849,22 @@ class LoadRound:
 #: The rounds :func:`load_round_verdict` judges, by their key in the speed report.
 LOAD_ROUNDS = {
     "contention_round5": LoadRound(
-        "Fifth round", "(`adaptive-threads` runs `adaptive`'s settings whenever it reads the machine as quiet)",
+        "### Fifth round: the thread count may follow the load", "Fifth round", "(`adaptive-threads` runs `adaptive`'s settings whenever it reads the machine as quiet)",
         "round five: the thread count may follow the load"),
     "contention_round6": LoadRound(
-        "Sixth round", "(`adaptive-threads` and `adaptive-timed` run `adaptive`'s settings whenever they read the "
+        "### Sixth round: a training that times its thread count", "Sixth round", "(`adaptive-threads` and `adaptive-timed` run `adaptive`'s settings whenever they read the "
         "machine as quiet)", "round six, unchanged", share_quiet=True),
 }
 
 
-def render_load_round(section: dict, quiet: dict, loaded: dict, title: str,
-                      key: str = "contention_round5") -> list[str]:
-    """The Markdown lines of the round the speed report holds at ``key`` (:data:`LOAD_ROUNDS`) under ``title``,
+def render_load_round(section: dict, quiet: dict, loaded: dict, key: str = "contention_round5") -> list[str]:
+    """The Markdown lines of the round the speed report holds at ``key`` (:data:`LOAD_ROUNDS`), under its title,
     judged by :func:`load_round_verdict`."""
     judged = LOAD_ROUNDS[key]
     verdict = load_round_verdict(section, quiet, loaded, share_quiet=judged.share_quiet)
     rows, env, cores = merge_repeats(section["rows"]), section["environment"], section["cores"]
     shared = verdict["shared"]
-    lines = ["", title, "",
+    lines = ["", judged.title, "",
              f"Measured on {cores} cores, last {env['date']} (load average {env['load_before']:.2f} before it), "
              f"{section['epochs']} epochs a process after one warm-up (fewer, at least 2, in square brackets, once "
              f"a cell has taken {section.get('cell_limit', float('inf')):g} s), each quiet cell in "

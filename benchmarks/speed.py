@@ -572,10 +572,10 @@ def render(report: dict, notes: str = "") -> str:
     if report.get("contention_round4"):  # its loaded ratios are round three's
         lines += _contention.render_quiet_round(report["contention_round4"], report["contention_round3"],
                                                 ROUND4_TITLE)
-    for key, title in (("contention_round5", ROUND5_TITLE), ("contention_round6", ROUND6_TITLE)):
+    for key in _contention.LOAD_ROUNDS:
         if report.get(key):  # its quiet test is round four's, spin's loaded cells round three's
             lines += _contention.render_load_round(report[key], report["contention_round4"],
-                                                   report["contention_round3"], title, key)
+                                                   report["contention_round3"], key)
     if report.get("gpu_row"):
         lines += render_gpu_row(report["gpu_row"])
     if notes.strip():
@@ -586,8 +586,6 @@ def render(report: dict, notes: str = "") -> str:
 ROUND2_TITLE = "### Second round, on 2 pinned cores of a quiet machine"
 ROUND3_TITLE = "### Third round: the product's adaptive against spin, every cell repeated"
 ROUND4_TITLE = "### Fourth round: the quiet test in 40 processes a cell"
-ROUND5_TITLE = "### Fifth round: the thread count may follow the load"
-ROUND6_TITLE = "### Sixth round: a training that times its thread count"
 
 
 def render_gpu_row(row: dict) -> list[str]:
