@@ -1071,23 +1071,26 @@ def compute_fusion_cells(data_dirs: Sequence[str] = DATA_DIRS, cells: Path | Non
 
     cells = CELLS if cells is None else cells
     store = REFRESH_STORE if store is None else store
-    written = []
+    candidates = {}
     for weight, folder in FUSION_CELLS.items():
         candidate = fusion_candidate(weight)
         if slug(candidate.name) != folder:
             raise ValueError(f"FUSION_CELLS[{weight:g}] is {folder!r}, the refresh study names it "
                              f"{slug(candidate.name)!r}")
-        for dataset in (*REPORTED, DRIFT):
-            paths = [cells / dataset / folder / f"seed_{d}.csv" for d in DEPLOYMENTS]
-            if all(path.is_file() for path in paths):
-                continue
-            runs = {d: refresh.refresh_runs(dataset, d, store, data_dirs, [candidate], baselines=False)
-                    for d in DEPLOYMENTS}
-            for key, table in refresh.cells(dataset, runs, [candidate.name]).items():
-                path = cells / f"{key}.csv"
-                path.parent.mkdir(parents=True, exist_ok=True)
-                refresh.write_atomically(path, table.to_csv(index=False).encode())
-                written.append(path)
+        candidates[folder] = candidate
+    written = []
+    for dataset in (*REPORTED, DRIFT):
+        missing = [candidate for folder, candidate in candidates.items()
+                   if not all((cells / dataset / folder / f"seed_{d}.csv").is_file() for d in DEPLOYMENTS)]
+        if not missing:
+            continue
+        # one pass over the stored refreshes for every weight missing (each refresh's table and Laplacian scores)
+        runs = {d: refresh.refresh_runs(dataset, d, store, data_dirs, missing, baselines=False) for d in DEPLOYMENTS}
+        for key, table in refresh.cells(dataset, runs, [c.name for c in missing]).items():
+            path = cells / f"{key}.csv"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            refresh.write_atomically(path, table.to_csv(index=False).encode())
+            written.append(path)
     return written
 
 
