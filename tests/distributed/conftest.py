@@ -39,6 +39,17 @@ def stray_store(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("workers") / "stray-mlflow.db"
 
 
+@pytest.fixture
+def nanny_environment_restored():
+    """For a test that starts a LocalCluster of worker processes: its nanny writes OMP_NUM_THREADS=1 and more into
+    this process and leaves them there (iclfs.runner.driver_environment); put back afterwards."""
+    from iclfs.runner import driver_environment, restore_environment
+
+    before = driver_environment()
+    yield
+    restore_environment(before)
+
+
 @pytest.fixture(scope="session")
 def dask_cluster(stray_store):
     """A LocalCluster of two single-threaded worker processes, shared by the tests that only submit to it.

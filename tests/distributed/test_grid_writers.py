@@ -117,7 +117,8 @@ def _killer(dataset: str, method: str, log: Path, others: list[Path]):
     return KillMidCell()
 
 
-def test_a_worker_killed_mid_cell_leaves_no_cell_and_a_rerun_completes_the_table(data, tmp_path):
+def test_a_worker_killed_mid_cell_leaves_no_cell_and_a_rerun_completes_the_table(data, tmp_path,
+                                                                             nanny_environment_restored):
     distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed")
     cells, kills = tmp_path / "cells", tmp_path / "kills"
     kills.mkdir()
