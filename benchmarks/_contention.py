@@ -849,11 +849,13 @@ class LoadRound:
 #: The rounds :func:`load_round_verdict` judges, by their key in the speed report.
 LOAD_ROUNDS = {
     "contention_round5": LoadRound(
-        "### Fifth round: the thread count may follow the load", "Fifth round", "(`adaptive-threads` runs `adaptive`'s settings whenever it reads the machine as quiet)",
+        "### Fifth round: the thread count may follow the load", "Fifth round",
+        "(`adaptive-threads` runs `adaptive`'s settings whenever it reads the machine as quiet)",
         "round five: the thread count may follow the load"),
     "contention_round6": LoadRound(
-        "### Sixth round: a training that times its thread count", "Sixth round", "(`adaptive-threads` and `adaptive-timed` run `adaptive`'s settings whenever they read the "
-        "machine as quiet)", "round six, unchanged", share_quiet=True),
+        "### Sixth round: a training that times its thread count", "Sixth round",
+        "(`adaptive-threads` and `adaptive-timed` run `adaptive`'s settings whenever they read the machine as "
+        "quiet)", "round six, unchanged", share_quiet=True),
 }
 
 
