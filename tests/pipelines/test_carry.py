@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import mlflow
@@ -169,24 +171,43 @@ def test_node_by_node_sessions_as_airflow_runs_them_carry_the_history(tmp_path):
 
 
 def test_two_runs_on_one_data_source_at_once_lose_no_member(tmp_path):
-    """Both runs reserve their member numbers and train; the test holds the history's lock from then until both
-    have ranked, so each reads the history before the other stores it."""
+    """Two runs read the history before either stores it, and both runs' members are kept.
+
+    The order is forced, not hoped for: the test holds the history's lock while run A waits to store, stops A
+    (SIGSTOP) there, lets run B reserve, train and rank, and only then lets both store. Started side by side, a
+    fast A could finish before B reserved its numbers, and the test would wait for a moment that never comes.
+    """
     project = project_at(tmp_path / "project", CARRY)
     assert kedro(project, f"input={refresh(project, 'r0.csv', GENES, 0)}", "data_source=t").code == 0
     folder = project / "data/07_model_output/t/member_history.npz/iclfs"  # the iclfs members' store
-    runs = [start(project, f"input={refresh(project, f'r{r}.csv', GENES, r)}", "data_source=t") for r in (1, 2)]
+    rankings = "07_model_output/t/iclfs/feature_ranking.csv"
+
+    def reservations() -> int:
+        return len(list((folder / ".reserved").glob("*")))
+
+    def ranked() -> int:
+        return len(Outcome(0, "", project).versions(rankings))
+
+    runs: list[subprocess.Popen] = []
     try:
-        for run in runs:  # both have reserved their numbers (under the lock), and train
-            wait_for(lambda: len(list((folder / ".reserved").glob("*"))) == 2, run, timeout=300)
         with open(folder / ".lock", "a+") as lock:
+            runs.append(start(project, f"input={refresh(project, 'r1.csv', GENES, 1)}", "data_source=t"))
+            # A reserved its numbers and let the lock go; the lock is taken long before A, training, needs it
+            wait_for(lambda: reservations() == 1, runs[0], poll=0.01)
             fcntl.flock(lock, fcntl.LOCK_EX)
-            for run in runs:  # each has saved its ranking and now waits to save its history
-                rankings = "07_model_output/t/iclfs/feature_ranking.csv"
-                wait_for(lambda: len(Outcome(0, "", project).versions(rankings)) == 3, run, timeout=300)
+            wait_for(lambda: ranked() == 2, runs[0])  # A read the history and ranked; it waits for the lock
+            os.killpg(runs[0].pid, signal.SIGSTOP)
             fcntl.flock(lock, fcntl.LOCK_UN)
+            runs.append(start(project, f"input={refresh(project, 'r2.csv', GENES, 2)}", "data_source=t"))
+            wait_for(lambda: reservations() == 2, runs[1])
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            wait_for(lambda: ranked() == 3, runs[1])  # B read the history A has not stored, and ranked
+            os.killpg(runs[0].pid, signal.SIGCONT)
+            fcntl.flock(lock, fcntl.LOCK_UN)  # both store now, one after the other
     except BaseException:
         for run in runs:
-            os.killpg(run.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # a run that ended has no group left to kill
+                os.killpg(run.pid, signal.SIGKILL)
         raise
     assert [run.wait(timeout=300) for run in runs] == [0, 0]
     history = head(project)
