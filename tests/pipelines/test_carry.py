@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
@@ -16,7 +15,8 @@ import pytest
 
 from iclfs.io.datasets import CSVDataset, MemberHistoryView
 from iclfs.method._ranking import member_seed
-from tests.pipelines.test_trust import FAST, Outcome, kedro, project_at, start, wait_for
+from tests.pipelines.test_faults import kill_all, launch, stopped_now, waits_on_the_history
+from tests.pipelines.test_trust import FAST, Outcome, kedro, project_at, wait_for
 
 pytestmark = pytest.mark.slow  # whole Kedro runs: seconds each
 
@@ -174,8 +174,8 @@ def test_two_runs_on_one_data_source_at_once_lose_no_member(tmp_path):
     """Two runs read the history before either stores it, and both runs' members are kept.
 
     The order is forced, not hoped for: the test holds the history's lock while run A waits to store, stops A
-    (SIGSTOP) there, lets run B reserve, train and rank, and only then lets both store. Started side by side, a
-    fast A could finish before B reserved its numbers, and the test would wait for a moment that never comes.
+    there, lets run B reserve, train and rank, and only then lets both store. Started side by side, a fast A
+    could finish before B reserved its numbers, and the test would wait for a moment that never comes.
     """
     project = project_at(tmp_path / "project", CARRY)
     assert kedro(project, f"input={refresh(project, 'r0.csv', GENES, 0)}", "data_source=t").code == 0
@@ -185,29 +185,29 @@ def test_two_runs_on_one_data_source_at_once_lose_no_member(tmp_path):
     def reservations() -> int:
         return len(list((folder / ".reserved").glob("*")))
 
-    def ranked() -> int:
-        return len(Outcome(0, "", project).versions(rankings))
+    def ranked_and_waits(run: subprocess.Popen, count: int) -> bool:  # it read the history, and waits to store
+        return len(Outcome(0, "", project).versions(rankings)) == count and waits_on_the_history(run, 0)
 
     runs: list[subprocess.Popen] = []
     try:
         with open(folder / ".lock", "a+") as lock:
-            runs.append(start(project, f"input={refresh(project, 'r1.csv', GENES, 1)}", "data_source=t"))
+            runs.append(launch(project, f"input={refresh(project, 'r1.csv', GENES, 1)}", "data_source=t"))
             # A reserved its numbers and let the lock go; the lock is taken long before A, training, needs it
             wait_for(lambda: reservations() == 1, runs[0], poll=0.01)
             fcntl.flock(lock, fcntl.LOCK_EX)
-            wait_for(lambda: ranked() == 2, runs[0])  # A read the history and ranked; it waits for the lock
+            wait_for(lambda: ranked_and_waits(runs[0], 2), runs[0])
+            # stopped where it waits on this lock, never in a write to the tracking store, which would hold B
             os.killpg(runs[0].pid, signal.SIGSTOP)
+            wait_for(lambda: stopped_now(runs[0].pid), runs[0], timeout=60, poll=0.01)  # before the lock goes
             fcntl.flock(lock, fcntl.LOCK_UN)
-            runs.append(start(project, f"input={refresh(project, 'r2.csv', GENES, 2)}", "data_source=t"))
-            wait_for(lambda: reservations() == 2, runs[1])
+            runs.append(launch(project, f"input={refresh(project, 'r2.csv', GENES, 2)}", "data_source=t"))
+            wait_for(lambda: reservations() == 2, runs[1], poll=0.01)
             fcntl.flock(lock, fcntl.LOCK_EX)
-            wait_for(lambda: ranked() == 3, runs[1])  # B read the history A has not stored, and ranked
+            wait_for(lambda: ranked_and_waits(runs[1], 3), runs[1])  # B read the history A has not stored
             os.killpg(runs[0].pid, signal.SIGCONT)
             fcntl.flock(lock, fcntl.LOCK_UN)  # both store now, one after the other
     except BaseException:
-        for run in runs:
-            with contextlib.suppress(ProcessLookupError):  # a run that ended has no group left to kill
-                os.killpg(run.pid, signal.SIGKILL)
+        kill_all(*runs)
         raise
     assert [run.wait(timeout=300) for run in runs] == [0, 0]
     history = head(project)
