@@ -1068,6 +1068,7 @@ def compute_fusion_cells(data_dirs: Sequence[str] = DATA_DIRS, cells: Path | Non
     the refresh study's stored runs by its own functions (the third round, module docstring); the files written."""
     from benchmarks import refresh
     from iclfs.evaluation._benchmark import slug
+    from iclfs.io.datasets import CellsDataset
 
     cells = CELLS if cells is None else cells
     store = REFRESH_STORE if store is None else store
@@ -1086,11 +1087,9 @@ def compute_fusion_cells(data_dirs: Sequence[str] = DATA_DIRS, cells: Path | Non
             continue
         # one pass over the stored refreshes for every weight missing (each refresh's table and Laplacian scores)
         runs = {d: refresh.refresh_runs(dataset, d, store, data_dirs, missing, baselines=False) for d in DEPLOYMENTS}
-        for key, table in refresh.cells(dataset, runs, [c.name for c in missing]).items():
-            path = cells / f"{key}.csv"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            refresh.write_atomically(path, table.to_csv(index=False).encode())
-            written.append(path)
+        computed = refresh.cells(dataset, runs, [c.name for c in missing])
+        CellsDataset(path=str(cells)).save(computed)  # as the refresh study stores its cells: each file whole
+        written += [cells / f"{key}.csv" for key in computed]
     return written
 
 
@@ -1114,13 +1113,17 @@ def fusion_rows(refreshes: int = REFRESHES, cells: Path | None = None, store: Pa
     return rows
 
 
+def _fusion_order(row: dict) -> tuple:
+    """The decision's order of two candidates that pass the guards: T3 first, then the median list agreement; on a
+    tie the lower weight comes first."""
+    return row["t3"], row["list_median"], -row["weight"]
+
+
 def fusion_winner(rows: Sequence[dict]) -> dict | None:
-    """The rule: among the candidates that pass the guards, T3 first, then the median list agreement; a tie goes to
-    the lower weight. None when no candidate passes the guards (the weight then stays today's)."""
+    """The rule: the first by :func:`_fusion_order` among the candidates that pass the guards. None when no
+    candidate passes them (the weight then stays today's)."""
     passing = [r for r in rows if r["guards"]]
-    if not passing:
-        return None
-    return max(passing, key=lambda r: (r["t3"], r["list_median"], -r["weight"]))
+    return max(passing, key=_fusion_order) if passing else None
 
 
 def render_fusion(rows: Sequence[dict], command: str, refreshes: int = REFRESHES) -> str:
@@ -1184,7 +1187,7 @@ def render_fusion(rows: Sequence[dict], command: str, refreshes: int = REFRESHES
         lines.append(f"- No candidate passes the guards: `members.laplacian_weight` stays {today_weight:g}.")
     else:
         others = [r for r in rows if r is not winner and r["guards"]]
-        runner_up = max(others, key=lambda r: (r["t3"], r["list_median"], -r["weight"])) if others else None
+        runner_up = max(others, key=_fusion_order) if others else None
         if runner_up is None:
             why = "the only candidate that passes the guards"
         elif winner["t3"] != runner_up["t3"]:

@@ -11,7 +11,6 @@ import scipy.io
 
 from benchmarks import agreement as study
 from benchmarks import refresh
-from iclfs.evaluation._benchmark import slug
 from iclfs.chain import k_values_for
 from iclfs.evaluation._protocol import best_k, evaluate_selections
 from iclfs.io._tables import read_feature_table
@@ -274,7 +273,7 @@ def test_the_third_round_computes_a_weights_cells_as_the_refresh_report_does(sto
     reported = refresh.report_cells("tiny", store, (), methods=[chosen.name])
     for deployment in study.DEPLOYMENTS:
         mine = pd.read_csv(cells / "tiny" / study.FUSION_CELLS[chosen.laplacian_weight] / f"seed_{deployment}.csv")
-        theirs = reported[f"refresh/tiny/{slug(chosen.name)}/seed_{deployment}"]
+        theirs = reported[f"refresh/tiny/{refresh.slug(chosen.name)}/seed_{deployment}"]
         timing = ["seconds", "list_seconds"]  # the combining's own time: measured again
         pd.testing.assert_frame_equal(mine.drop(columns=timing), theirs.drop(columns=timing).reset_index(drop=True),
                                       check_dtype=False)
