@@ -336,10 +336,10 @@ def test_adaptive_timed_in_the_command_times_both_thread_counts_beside_busy_proc
     if len(cpus) < 2:
         pytest.skip("needs two CPUs")
     report = tmp_path / "report"
-    # Dask's nanny sets MKL_NUM_THREADS=1 and OPENBLAS_NUM_THREADS=1 (with OMP_NUM_THREADS=1) in the process that
-    # starts a LocalCluster and leaves them there: after an earlier test's cluster, torch would start on one thread
-    leaked = ("MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-    env = {k: v for k, v in os.environ.items() if k not in (*_threads.POLICY_VARIABLES, POLICY_VARIABLE, *leaked)}
+    # a thread count in the caller's environment (a user's, or one a Dask nanny wrote there: the runner and the
+    # cluster fixtures put those back) would start torch on fewer threads than the two this test times
+    counts = ("MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+    env = {k: v for k, v in os.environ.items() if k not in (*_threads.POLICY_VARIABLES, POLICY_VARIABLE, *counts)}
     env |= {REPORT_VARIABLE: str(report), "OMP_DISPLAY_ENV": "VERBOSE", "KEDRO_DISABLE_TELEMETRY": "1",
             POLICY_VARIABLE: "adaptive-timed"}
     command = ["-m", "iclfs", "--input", "tiny.csv", "--k", "3", "--params",
