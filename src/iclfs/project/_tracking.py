@@ -88,24 +88,28 @@ class TrackingHook:
         self._run_id, self._done, self._failure = None, 0, None
         mlflow_hook.run_id = None  # its last run's, in a process that runs again (a notebook): never resumed
         earlier = mlflow.active_run()
-        try:
-            result = yield
-        except BaseException:
-            started = mlflow.active_run()
-            if started is not None and (earlier is None or started.info.run_id != earlier.info.run_id):
-                self._discard(started.info.run_id)
-            raise
-        if (run := mlflow.active_run()) is None:  # tracking is off for this pipeline (disable_tracking)
-            return result
-        self._run_id = run.info.run_id
-        SESSION_RUNS.add(self._run_id)
-        self._method = str(catalog.load("params:selection").get("method", "iclfs"))
-        names = pipelines_run(run_params)
-        self._benchmark = any(name.startswith("benchmark") for name in names)
-        name, tags = run_tags(run_params, catalog, self._method, names)
-        mlflow.set_tags(tags)
-        if not self._named:  # the user's tracking.run.name wins
-            mlflow.MlflowClient().update_run(self._run_id, name=name)
+        # Two runs that start at once on one SQLite store take turns to create, name and tag their runs: each of
+        # those reads, then writes, and SQLite refuses such a write at once ("database is locked", no wait) while
+        # another process writes, which would end a run before it trains
+        with opened_alone(self._uri):
+            try:
+                result = yield
+            except BaseException:
+                started = mlflow.active_run()
+                if started is not None and (earlier is None or started.info.run_id != earlier.info.run_id):
+                    self._discard(started.info.run_id)
+                raise
+            if (run := mlflow.active_run()) is None:  # tracking is off for this pipeline (disable_tracking)
+                return result
+            self._run_id = run.info.run_id
+            SESSION_RUNS.add(self._run_id)
+            self._method = str(catalog.load("params:selection").get("method", "iclfs"))
+            names = pipelines_run(run_params)
+            self._benchmark = any(name.startswith("benchmark") for name in names)
+            name, tags = run_tags(run_params, catalog, self._method, names)
+            mlflow.set_tags(tags)
+            if not self._named:  # the user's tracking.run.name wins
+                mlflow.MlflowClient().update_run(self._run_id, name=name)
         return result
 
     @hook_impl(wrapper=True)
