@@ -203,6 +203,31 @@ def test_the_first_use_of_a_sqlite_store_waits_for_the_process_that_holds_it_and
         pass
 
 
+
+def test_a_run_creates_names_and_tags_its_mlflow_run_holding_the_sqlite_stores_lock(project, monkeypatch, tmp_path):
+    """Two runs that start at once on one SQLite store take turns there: each of those calls reads, then writes, and
+    SQLite refuses such a write at once while another process writes ("database is locked")."""
+    store = tmp_path / "store.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{store}")
+    holder = tmp_path / ".store.db.lock.holder"  # written while the lock is held (iclfs.io._lock), by its holder
+    held: dict[str, list[bool]] = {}
+
+    def watched(name: str):
+        call = getattr(mlflow.MlflowClient, name)
+
+        def wrapper(*args, **kwargs):
+            held.setdefault(name, []).append(holder.is_file()
+                                             and json.loads(holder.read_text())["pid"] == os.getpid())
+            return call(*args, **kwargs)
+        return wrapper
+
+    for name in ("create_run", "update_run"):  # kedro-mlflow creates the run; the companion hook names it
+        monkeypatch.setattr(mlflow.MlflowClient, name, watched(name))
+    run_session(project)
+    assert held == {"create_run": [True], "update_run": [True]}
+    assert not holder.exists()  # let go once the run is started: the nodes' logging does not wait on it
+
+
 class FailAfterTraining(LockAfterTraining):
     """The store locked once the members are trained, then the next node fails."""
 
